@@ -1,0 +1,25 @@
+// Package store holds Levee's cached upstream answers and coalesces the
+// fetches that fill them.
+//
+// It owns three things:
+//
+//   - [Entry], one immutable cached answer with its three time windows
+//     (fresh, stale, stale-if-error) and the arithmetic on them:
+//     [Entry.Freshness], [Entry.Age], [Entry.Renewed] for a 304.
+//   - [Cache], a byte-weighted cache of entries (otter underneath). An entry
+//     weighs [Entry.Size] plus its key's length; past [Config.MaxBytes] the
+//     least valuable entries are evicted, and an entry is dropped on its own
+//     once it is Dead (past all of its windows).
+//   - [Group], the in-flight map: concurrent fetches of one key collapse into
+//     one run of the fetch function, whether the first caller is a client's
+//     miss ([Group.Do]) or a background refresh ([Group.Start]).
+//
+// Data flow, as the proxy engine drives it: the engine builds the key and
+// calls [Cache.Get]. A Fresh entry is served as is. A Stale one is served
+// while [Group.Start] runs one refresh, which ends in [Cache.Set]. A miss (or
+// an Expired entry) goes through [Group.Do], whose single fetch also ends in
+// [Cache.Set]; an Expired entry is still served if that fetch fails.
+//
+// The package knows nothing about HTTP routes, breakers or the cluster: the
+// engine decides keys and window lengths; store keeps entries and flights.
+package store
