@@ -1,0 +1,125 @@
+package breaker
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Allow decides whether a call on route may go to the upstream:
+//
+//   - closed: a normal Ticket;
+//   - open before OpenUntil, or forced, or half-open with a live probe
+//     lease: an *OpenError (errors.Is(err, ErrOpen));
+//   - open after OpenUntil, or half-open with an expired lease: it proposes
+//     OpProbeAcquire and returns a probe Ticket if the table granted the
+//     probe to this node, an *OpenError otherwise. While this node already
+//     has such a proposal in flight for route, it fails fast instead.
+//
+// A Propose error is returned wrapped (not as ErrOpen), so the caller can
+// tell "cannot reach consensus" from "breaker open" and fall back.
+func (b *Breaker) Allow(ctx context.Context, route string, s Settings) (Ticket, error) {
+	if err := s.Validate(); err != nil {
+		return Ticket{}, err
+	}
+	if route == "" || len(route) > maxRouteLen {
+		return Ticket{}, fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadSettings, len(route), maxRouteLen)
+	}
+	now := b.now()
+	v := b.reader.View(route)
+	switch {
+	case v.State == Closed:
+		return Ticket{route: route, settings: s, start: now}, nil
+	case v.State == Open && (v.Forced || now.Before(v.OpenUntil)),
+		v.State == HalfOpen && now.Before(v.ProbeUntil):
+		return Ticket{}, openError(v, now)
+	}
+	return b.acquire(ctx, route, s, v)
+}
+
+// acquire proposes OpProbeAcquire, at most one in flight per route.
+func (b *Breaker) acquire(ctx context.Context, route string, s Settings, v View) (Ticket, error) {
+	if !b.startAcquire(route) {
+		return Ticket{}, openError(v, b.now())
+	}
+	defer b.endAcquire(route)
+	c := Command{
+		V: CommandVersion, Op: OpProbeAcquire, Route: route, Node: b.node,
+		At: b.now().UnixNano(), Lease: int64(s.ProbeLease),
+	}
+	res, err := b.proposer.Propose(ctx, c)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("breaker: acquire probe for %q: %w", route, err)
+	}
+	now := b.now()
+	switch {
+	case res.Granted:
+		return Ticket{route: route, settings: s, start: now, probe: true}, nil
+	case res.View.State == Closed:
+		// Another node's probe closed the route while we were asking.
+		return Ticket{route: route, settings: s, start: now}, nil
+	}
+	return Ticket{}, openError(res.View, now)
+}
+
+func (b *Breaker) startAcquire(route string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, busy := b.acquiring[route]; busy {
+		return false
+	}
+	b.acquiring[route] = struct{}{}
+	return true
+}
+
+func (b *Breaker) endAcquire(route string) {
+	b.mu.Lock()
+	delete(b.acquiring, route)
+	b.mu.Unlock()
+}
+
+// openError builds the fail-fast error for v as seen at now.
+func openError(v View, now time.Time) *OpenError {
+	until := v.OpenUntil
+	if v.State == HalfOpen {
+		until = v.ProbeUntil
+	}
+	wait := until.Sub(now)
+	if v.Forced || v.State == HalfOpen || wait <= 0 {
+		// The real wait is unknown: an admin or another node's probe
+		// decides it. Never tell callers to retry at once.
+		wait = max(wait, minRetryAfter)
+	}
+	return &OpenError{Route: v.Route, State: v.State, RetryAfter: wait}
+}
+
+// Done reports the outcome of the call t allowed. A call that failed, or
+// that took longer than the route's SlowCall, is a failure:
+//
+//   - probe ticket: proposes OpProbeResult, closing or re-opening the route;
+//   - normal ticket: a failure proposes OpFailure, but only while the route
+//     still looks closed (failures while open change nothing); a success
+//     proposes nothing.
+//
+// ctx bounds the proposal; pass one that outlives the caller's request.
+func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
+	if t.route == "" {
+		return ErrBadTicket
+	}
+	now := b.now()
+	failure := failed || now.Sub(t.start) > t.settings.SlowCall
+	c := Command{V: CommandVersion, Route: t.route, Node: b.node, At: now.UnixNano()}
+	switch {
+	case t.probe:
+		c.Op, c.OK, c.OpenFor = OpProbeResult, !failure, int64(t.settings.OpenFor)
+	case !failure || b.reader.View(t.route).State != Closed:
+		return nil
+	default:
+		c.Op, c.Failures, c.MinNodes = OpFailure, t.settings.Failures, t.settings.MinNodes
+		c.Window, c.OpenFor = int64(t.settings.Window), int64(t.settings.OpenFor)
+	}
+	if _, err := b.proposer.Propose(ctx, c); err != nil {
+		return fmt.Errorf("breaker: propose %s for %q: %w", c.Op, t.route, err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+var (
+	// ErrOpen is matched (errors.Is) by every *OpenError.
+	ErrOpen = errors.New("breaker: open")
+	// ErrBadConfig is wrapped by Config.Validate and New.
+	ErrBadConfig = errors.New("breaker: bad config")
+	// ErrBadTicket is returned by Done for a Ticket that Allow did not issue.
+	ErrBadTicket = errors.New("breaker: bad ticket")
+)
+
+// minRetryAfter is the RetryAfter given when the wait is unknown, such as
+// while another node probes or a probe acquisition is pending.
+const minRetryAfter = time.Second
+
+// OpenError is returned by Allow when the call must fail fast.
+type OpenError struct {
+	Route string
+	State State
+	// RetryAfter is the time until a probe may go; at least 1s when that is
+	// unknown (forced open, someone else probing: the lease remainder).
+	RetryAfter time.Duration
+}
+
+// Error describes the open breaker.
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("breaker: route %q is %s, retry after %v", e.Route, e.State, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is(err, ErrOpen) true.
+func (e *OpenError) Unwrap() error { return ErrOpen }
+
+// Config configures a Breaker.
+type Config struct {
+	// Node is this node's name, recorded in every command. Required.
+	Node string
+	// Proposer applies commands to the (replicated) table. Required.
+	Proposer Proposer
+	// Reader is the committed state this node sees. Required.
+	Reader Reader
+	// Now is the clock used to stamp commands and time calls.
+	// Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns a Config with the defaults filled in; Node, Proposer
+// and Reader must still be set.
+func DefaultConfig() Config {
+	return Config{Now: time.Now}
+}
+
+// Validate reports a missing required field, wrapping ErrBadConfig.
+func (c Config) Validate() error {
+	switch {
+	case c.Node == "" || len(c.Node) > maxNodeLen:
+		return fmt.Errorf("%w: Node length %d not in [1, %d]", ErrBadConfig, len(c.Node), maxNodeLen)
+	case c.Proposer == nil:
+		return fmt.Errorf("%w: Proposer is required", ErrBadConfig)
+	case c.Reader == nil:
+		return fmt.Errorf("%w: Reader is required", ErrBadConfig)
+	}
+	return nil
+}
+
+// Breaker is one node's runtime: it gates calls on the committed state and
+// proposes the commands that change it. It is safe for concurrent use and
+// starts no goroutines.
+type Breaker struct {
+	node     string
+	proposer Proposer
+	reader   Reader
+	now      func() time.Time
+
+	mu sync.Mutex
+	// acquiring holds routes with a probe-acquire proposal in flight from
+	// this node, so a thousand callers arriving after OpenUntil put one
+	// command in the log, not a thousand.
+	acquiring map[string]struct{}
+}
+
+// New returns a Breaker for cfg; it does no I/O.
+func New(cfg Config) (*Breaker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Breaker{
+		node: cfg.Node, proposer: cfg.Proposer, reader: cfg.Reader, now: cfg.Now,
+		acquiring: make(map[string]struct{}),
+	}, nil
+}
+
+// Ticket is the permission to make one call, returned by Allow and handed
+// back to Done.
+type Ticket struct {
+	route    string
+	settings Settings
+	start    time.Time
+	probe    bool
+}
+
+// Probe reports whether this is the half-open probe call.
+func (t Ticket) Probe() bool { return t.probe }
+
+// Route returns the route the ticket is for.
+func (t Ticket) Route() string { return t.route }
+
+// View returns the committed state of route as this node sees it.
+func (b *Breaker) View(route string) View {
+	return b.reader.View(route)
+}
