@@ -1,0 +1,273 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+)
+
+// Sentinel errors of a logical call; Do wraps them with %w.
+var (
+	// ErrBudget: the next wait would end past Retry.Budget (→ 504).
+	ErrBudget = errors.New("upstream: retry budget spent")
+	// ErrUnavailable: every attempt failed at the network level (→ 502);
+	// the error also wraps the last network error.
+	ErrUnavailable = errors.New("upstream: unavailable")
+	// ErrTooLarge: a response body exceeded Request.MaxBody; not retried.
+	ErrTooLarge = errors.New("upstream: response body too large")
+	// ErrLimited: waiting for a slot or a token did not fit in the budget (→ 503).
+	ErrLimited = errors.New("upstream: concurrency limit")
+	// ErrBadRequest: the Request itself is unusable; nothing was sent.
+	ErrBadRequest = errors.New("upstream: bad request")
+)
+
+// defaultMaxBody bounds a response body when Request.MaxBody is 0.
+const defaultMaxBody = 10 << 20
+
+// Request is one logical call to the upstream.
+type Request struct {
+	// Route names the endpoint in logs and metrics.
+	Route string
+	// Method is the HTTP method; "" means GET.
+	Method string
+	// URL is the absolute http or https URL to call.
+	URL *url.URL
+	// Header is sent as is; the caller has stripped hop-by-hop headers.
+	Header http.Header
+	// Body is replayed on each attempt; nil sends none.
+	Body []byte
+	// Retry bounds the logical call; a zero field takes its default.
+	Retry Retry
+	// Limits caps the host, if this request is the first to reach it.
+	Limits Limits
+	// MaxBody caps the response body in bytes; 0 means 10 MiB.
+	MaxBody int64
+}
+
+// Response is the upstream's answer to the last attempt.
+type Response struct {
+	Status   int
+	Header   http.Header
+	Body     []byte
+	Attempts int
+	// Elapsed covers the whole logical call, waits included.
+	Elapsed time.Duration
+}
+
+// RetryAfter parses the Retry-After header of the last attempt, in either
+// delta-seconds or HTTP-date form, relative to now. A date in the past
+// yields 0. ok is false when the header is absent or malformed.
+func (r *Response) RetryAfter(now time.Time) (time.Duration, bool) {
+	return parseRetryAfter(r.Header.Get("Retry-After"), now)
+}
+
+// Observer receives metrics hooks; implementations must be safe for
+// concurrent use and must not block.
+type Observer interface {
+	// Attempt reports every attempt; status is 0 on a network error.
+	Attempt(route, host string, status int, err error, d time.Duration)
+	// RetryWait reports a wait before a retry; reason is "network", "5xx",
+	// "429" or "retry-after".
+	RetryWait(route, host, reason string, wait time.Duration)
+	// InFlight reports +1/-1 around each attempt.
+	InFlight(host string, delta int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Attempt(string, string, int, error, time.Duration) {}
+func (nopObserver) RetryWait(string, string, string, time.Duration)   {}
+func (nopObserver) InFlight(string, int)                              {}
+
+// Client performs logical calls. It is safe for concurrent use.
+type Client struct {
+	transport http.RoundTripper
+	log       *slog.Logger
+	obs       Observer
+	rand      func() float64
+	global    *semaphore.Weighted
+
+	mu    sync.Mutex
+	hosts map[string]*hostLimiter // by scheme://host:port; grows with distinct hosts
+
+	closeOnce sync.Once
+}
+
+// hostLimiter holds one host's caps, fixed by the first request to it.
+type hostLimiter struct {
+	inflight *semaphore.Weighted
+	tokens   *rate.Limiter
+}
+
+// New builds a Client; it does no I/O.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Client{
+		transport: cfg.Transport,
+		log:       cfg.Logger,
+		obs:       cfg.Observer,
+		rand:      cfg.Rand,
+		global:    semaphore.NewWeighted(int64(cfg.GlobalInflight)),
+		hosts:     make(map[string]*hostLimiter),
+	}, nil
+}
+
+// Close closes the transport's idle connections. It is idempotent; Do
+// still works afterwards, dialing anew.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		if t, ok := c.transport.(interface{ CloseIdleConnections() }); ok {
+			t.CloseIdleConnections()
+		}
+	})
+}
+
+// Do performs one logical call.
+//
+// A non-retriable status (2xx, 3xx, 4xx other than 429) returns (resp, nil)
+// after one attempt; a retriable status still failing after the last
+// attempt returns (resp, nil) too. A budget cut returns the last response
+// (or nil) and ErrBudget; network failures to the end return ErrUnavailable
+// wrapping the last network error; a cancelled ctx returns ctx.Err() wrapped.
+func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
+	k, err := c.newCall(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer k.cancel()
+	return k.run()
+}
+
+func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	r := req.Retry.withDefaults()
+	budgetCtx, cancel := context.WithDeadline(ctx, now.Add(r.Budget))
+	k := &call{
+		c: c, req: req, retry: r, ctx: ctx, budgetCtx: budgetCtx, cancel: cancel,
+		start: now, deadline: now.Add(r.Budget),
+		host:       req.URL.Host,
+		hl:         c.limiter(hostKey(req.URL), req.Limits.withDefaults()),
+		replayable: replayable(req),
+		maxBody:    req.MaxBody,
+		header:     req.Header,
+	}
+	if k.maxBody == 0 {
+		k.maxBody = defaultMaxBody
+	}
+	if k.header == nil {
+		k.header = http.Header{} // the transport refuses a nil header
+	}
+	return k, nil
+}
+
+// checkRequest rejects what no attempt could fix, before anything is sent.
+func checkRequest(req *Request) error {
+	switch {
+	case req == nil || req.URL == nil:
+		return fmt.Errorf("%w: nil request or URL", ErrBadRequest)
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return fmt.Errorf("%w: scheme %q is not http or https", ErrBadRequest, req.URL.Scheme)
+	case req.URL.Host == "":
+		return fmt.Errorf("%w: URL %q has no host", ErrBadRequest, req.URL.Redacted())
+	case req.MaxBody < 0:
+		return fmt.Errorf("%w: MaxBody %d < 0", ErrBadRequest, req.MaxBody)
+	case strings.IndexFunc(req.Method, notTokenChar) >= 0:
+		return fmt.Errorf("%w: invalid method %q", ErrBadRequest, req.Method)
+	}
+	if err := req.Retry.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if err := req.Limits.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return nil
+}
+
+// notTokenChar reports a rune that cannot appear in an HTTP method token
+// (RFC 9110 §5.6.2).
+func notTokenChar(r rune) bool {
+	switch {
+	case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		return false
+	}
+	return !strings.ContainsRune("!#$%&'*+-.^_`|~", r)
+}
+
+// hostKey is scheme://host:port with the default port made explicit, so
+// "http://a" and "http://a:80" share one limiter.
+func hostKey(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// limiter returns the host's caps, creating them from l on first use.
+func (c *Client) limiter(key string, l Limits) *hostLimiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.hosts[key]; ok {
+		return h
+	}
+	h := &hostLimiter{
+		inflight: semaphore.NewWeighted(int64(l.Inflight)),
+		tokens:   rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
+	}
+	c.hosts[key] = h
+	return h
+}
+
+// admit takes, in order, a host slot, a host token and a global slot. The
+// token is taken after the host slot so the bucket spaces actual sends; the
+// global slot comes last so a call waiting on one host's bucket never holds
+// a slot other hosts need. ctx carries the budget deadline.
+// On success the caller must call release.
+func (c *Client) admit(ctx context.Context, h *hostLimiter) error {
+	if err := h.inflight.Acquire(ctx, 1); err != nil {
+		return fmt.Errorf("host slot: %w", err)
+	}
+	if err := h.tokens.Wait(ctx); err != nil {
+		h.inflight.Release(1)
+		return fmt.Errorf("host token: %w", err)
+	}
+	if err := c.global.Acquire(ctx, 1); err != nil {
+		h.inflight.Release(1)
+		return fmt.Errorf("global slot: %w", err)
+	}
+	return nil
+}
+
+// release returns the slots admit took.
+func (c *Client) release(h *hostLimiter) {
+	c.global.Release(1)
+	h.inflight.Release(1)
+}
+
+// replayable reports whether repeating the request cannot duplicate its
+// effect: an idempotent method, or a caller-supplied Idempotency-Key.
+func replayable(req *Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions,
+		http.MethodPut, http.MethodDelete, http.MethodTrace:
+		return true
+	}
+	return req.Header.Get("Idempotency-Key") != ""
+}

@@ -1,0 +1,208 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Policy is one exponential backoff schedule: Base, 2*Base, 4*Base, … capped
+// at Cap, each delay then spread uniformly over [d*(1-Jitter), d*(1+Jitter)].
+type Policy struct {
+	// Base is the first delay.
+	Base time.Duration
+	// Cap bounds the un-jittered delay.
+	Cap time.Duration
+	// Jitter is the relative spread in [0, 1]; 0 means exact delays.
+	Jitter float64
+}
+
+// Validate reports a policy that cannot produce sensible delays.
+func (p Policy) Validate() error {
+	switch {
+	case p.Base <= 0 || p.Cap < p.Base:
+		return fmt.Errorf("upstream: policy needs 0 < Base <= Cap, got %v, %v", p.Base, p.Cap)
+	case p.Jitter < 0 || p.Jitter > 1 || math.IsNaN(p.Jitter):
+		return fmt.Errorf("upstream: policy jitter %v not in [0, 1]", p.Jitter)
+	}
+	return nil
+}
+
+// Retry bounds one logical call. A zero field takes its default.
+type Retry struct {
+	// Budget bounds the whole logical call, waits included. Default 20s.
+	Budget time.Duration
+	// MaxAttempts bounds the number of attempts, the first included. Default 4.
+	MaxAttempts int
+	// Network is the schedule after a network error or a 5xx.
+	// Default {150ms, 3s, 0}. A zero Base and Cap take the default.
+	Network Policy
+	// RateLimit is the schedule after a 429. Default {1s, 10s, 0.3}.
+	// A zero Base and Cap take the default.
+	RateLimit Policy
+	// RetryAfterCap bounds a wait the upstream asks for with Retry-After.
+	// Default 30s.
+	RetryAfterCap time.Duration
+	// AttemptTimeout bounds one attempt, body read included. Default 0: the
+	// remaining budget is the only bound.
+	AttemptTimeout time.Duration
+}
+
+// DefaultRetry returns the brief's reference retry settings.
+func DefaultRetry() Retry {
+	return Retry{
+		Budget:        20 * time.Second,
+		MaxAttempts:   4,
+		Network:       Policy{Base: 150 * time.Millisecond, Cap: 3 * time.Second},
+		RateLimit:     Policy{Base: time.Second, Cap: 10 * time.Second, Jitter: 0.3},
+		RetryAfterCap: 30 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields, so a zero Retry means DefaultRetry.
+func (r Retry) withDefaults() Retry {
+	d := DefaultRetry()
+	if r.Budget == 0 {
+		r.Budget = d.Budget
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = d.MaxAttempts
+	}
+	if r.Network.Base == 0 && r.Network.Cap == 0 {
+		r.Network = d.Network
+	}
+	if r.RateLimit.Base == 0 && r.RateLimit.Cap == 0 {
+		r.RateLimit = d.RateLimit
+	}
+	if r.RetryAfterCap == 0 {
+		r.RetryAfterCap = d.RetryAfterCap
+	}
+	return r
+}
+
+// Validate reports settings that cannot bound a call. Zero fields are
+// valid: they take their defaults.
+func (r Retry) Validate() error {
+	r = r.withDefaults()
+	switch {
+	case r.Budget < 0, r.RetryAfterCap < 0, r.AttemptTimeout < 0:
+		return errors.New("upstream: retry durations must not be negative")
+	case r.MaxAttempts < 0:
+		return fmt.Errorf("upstream: MaxAttempts %d < 0", r.MaxAttempts)
+	}
+	if err := r.Network.Validate(); err != nil {
+		return fmt.Errorf("network %w", err)
+	}
+	if err := r.RateLimit.Validate(); err != nil {
+		return fmt.Errorf("rate-limit %w", err)
+	}
+	return nil
+}
+
+// Limits caps the traffic to one upstream host (scheme+host:port). The first
+// request to a host creates its limiter from its Limits; later requests to
+// the same host share it. A zero field takes its default.
+type Limits struct {
+	// Inflight caps concurrent attempts to the host. Default 64.
+	Inflight int
+	// Rate is the token refill per second of the host's bucket; +Inf
+	// disables the bucket. Default 50.
+	Rate float64
+	// Burst is the bucket's size in attempts. Default 100.
+	Burst int
+}
+
+// DefaultLimits returns the default per-host caps.
+func DefaultLimits() Limits {
+	return Limits{Inflight: 64, Rate: 50, Burst: 100}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.Inflight == 0 {
+		l.Inflight = d.Inflight
+	}
+	if l.Rate == 0 {
+		l.Rate = d.Rate
+	}
+	if l.Burst == 0 {
+		l.Burst = d.Burst
+	}
+	return l
+}
+
+// Validate reports negative or NaN caps. Zero fields are valid defaults.
+func (l Limits) Validate() error {
+	if l.Inflight < 0 || l.Burst < 0 || l.Rate < 0 || math.IsNaN(l.Rate) {
+		return fmt.Errorf("upstream: limits must not be negative: %+v", l)
+	}
+	return nil
+}
+
+// Config configures a Client. A zero field takes its default.
+type Config struct {
+	// Transport performs the attempts. Default nil: New builds a tuned
+	// *http.Transport (keep-alive pool, 64 idle connections per host,
+	// dial/TLS/idle timeouts). Tests inject an in-memory RoundTripper.
+	Transport http.RoundTripper
+	// Logger receives one record per retry. Default nil: discard.
+	Logger *slog.Logger
+	// Observer receives metrics hooks. Default nil: no-op.
+	Observer Observer
+	// GlobalInflight caps in-flight attempts across all hosts. Default 256.
+	GlobalInflight int
+	// Rand returns a uniform float in [0, 1) for jitter; it must be safe for
+	// concurrent use. Default nil: math/rand/v2's Float64.
+	Rand func() float64
+}
+
+// DefaultConfig returns the default client settings.
+func DefaultConfig() Config {
+	return Config{GlobalInflight: 256}
+}
+
+// Validate reports settings New cannot use. Zero fields are valid defaults.
+func (c Config) Validate() error {
+	if c.GlobalInflight < 0 {
+		return fmt.Errorf("upstream: GlobalInflight %d < 0", c.GlobalInflight)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Transport == nil {
+		c.Transport = newTransport()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.GlobalInflight == 0 {
+		c.GlobalInflight = DefaultConfig().GlobalInflight
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return c
+}
+
+// newTransport keeps connections alive per host: retries and steady traffic
+// to one API must not pay a handshake each time. Attempt deadlines come from
+// the context, so no response timeout is set here.
+func newTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64
+	t.IdleConnTimeout = 90 * time.Second
+	t.TLSHandshakeTimeout = 5 * time.Second
+	t.ExpectContinueTimeout = time.Second
+	return t
+}

@@ -1,0 +1,24 @@
+// Package upstream is Levee's HTTP client to the third-party API. It performs
+// ONE logical call per Do: a series of attempts separated by backoff waits,
+// bounded by an attempt count and a wall-time budget, under per-host and
+// global concurrency caps.
+//
+// Data flow of a logical call:
+//
+//	Do ─► validate, resolve defaults, budget deadline
+//	   └► attempt: host slot ─► host rate token ─► global slot ─► RoundTrip ─► read body (≤ MaxBody)
+//	       └► classify: done (2xx/3xx/4xx≠429) │ retriable (429, 500, 502, 503, 504, network error)
+//	           └► wait = Retry-After (capped) or the policy's backoff; stop with ErrBudget
+//	              when the wait would end past the budget; log one line; sleep; next attempt
+//
+// Slots are held only while an attempt is in flight, never while sleeping
+// between retries, so a host that is backing off does not starve others.
+// Network errors and 5xx use the fast Network policy (no jitter); 429 uses
+// the slower, jittered RateLimit policy. A non-idempotent method is retried
+// only when the request carries an Idempotency-Key header.
+//
+// The package knows nothing of caching or circuit breaking: the caller puts
+// validators (If-None-Match, …) in Request.Header and wraps Do in a breaker,
+// which then counts logical calls, after retries. Metrics flow out through
+// the Observer hooks; one structured log line is written per retry.
+package upstream
