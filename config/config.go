@@ -1,0 +1,294 @@
+package config
+
+import (
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of one Levee node.
+type Config struct {
+	// Node holds this node's identity, listen addresses and HTTP limits.
+	Node Node `yaml:"node"`
+	// Cluster holds settings every node of the cluster must share.
+	Cluster Cluster `yaml:"cluster"`
+	// Cache sizes the local response cache.
+	Cache Cache `yaml:"cache"`
+	// Routes maps path prefixes to upstreams; at least one is required.
+	Routes []Route `yaml:"routes"`
+}
+
+// Node is this node's identity and listen addresses.
+type Node struct {
+	// Name identifies the node in gossip, raft and logs. Default: the host
+	// name, or "levee" when that is unusable. Letters, digits, '.', '_', '-'.
+	Name string `yaml:"name"`
+	// HTTP is the host:port serving app servers and admin endpoints.
+	// Default "127.0.0.1:8080"; port 0 picks a free port.
+	HTTP string `yaml:"http"`
+	// DataDir holds raft state. Default "./data/<name>"; it follows a name
+	// changed by Set for as long as it is still that default.
+	DataDir string `yaml:"data_dir"`
+	// Gossip is the memberlist bind host:port. Default "": single node, no
+	// cluster. Port 0 picks a free port.
+	Gossip string `yaml:"gossip"`
+	// Raft is the raft bind host:port. Default "": no raft.
+	Raft string `yaml:"raft"`
+	// Advertise is the host (no port) other nodes use to reach this one.
+	// Default "": the bind host. Required when Raft binds 0.0.0.0 or ::.
+	Advertise string `yaml:"advertise"`
+	// Join lists gossip seeds as host:port: a YAML list, or one
+	// comma-separated string as Set takes it. Default none. Needs Gossip.
+	Join []string `yaml:"join"`
+	// BootstrapExpect is how many raft voters to wait for before
+	// bootstrapping. Default 0, meaning 1 when Raft is set (see
+	// EffectiveBootstrapExpect). Above 0 needs Raft, above 1 needs Gossip.
+	BootstrapExpect int `yaml:"bootstrap_expect"`
+	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// MaxHeaderBytes caps a request's header size. Default 32KiB.
+	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
+	// MaxRequestBody caps a request body read from a client. Default 1MiB.
+	MaxRequestBody ByteSize `yaml:"max_request_body"`
+}
+
+// EffectiveBootstrapExpect returns BootstrapExpect, with the default 0 read
+// as 1 when raft is enabled.
+func (n *Node) EffectiveBootstrapExpect() int {
+	if n.BootstrapExpect == 0 && n.Raft != "" {
+		return 1
+	}
+	return n.BootstrapExpect
+}
+
+// Cluster holds the settings every node of a cluster must agree on.
+type Cluster struct {
+	// Secret keys memberlist encryption and node-to-node auth. Default "":
+	// neither (cmd/node warns). When set, at least 12 characters.
+	Secret string `yaml:"secret"`
+	// AdminToken is required by admin POST endpoints. Default "": those
+	// endpoints are disabled.
+	AdminToken string `yaml:"admin_token"`
+	// Partitions is the number of consistent-hash partitions. Default 271.
+	Partitions int `yaml:"partitions"`
+	// LoadFactor bounds a member's load relative to the average. Default
+	// 1.25; must be > 1.
+	LoadFactor float64 `yaml:"load_factor"`
+	// Replication is the number of extra copies of a cached entry.
+	// Default 1.
+	Replication int `yaml:"replication"`
+	// RejoinInterval is how often a node with no peers retries Join.
+	// Default 30s.
+	RejoinInterval Duration `yaml:"rejoin_interval"`
+	// DeadAfter is how long a member may be dead before it is removed from
+	// raft. Default 5m.
+	DeadAfter Duration `yaml:"dead_after"`
+	// ForwardTimeout is the deadline of a node-to-node forward. Default
+	// 25s; must exceed every route's retry budget, or a forward would give
+	// up while the owner is still within its budget.
+	ForwardTimeout Duration `yaml:"forward_timeout"`
+	// NearCache is the small local cache of entries owned by other nodes.
+	NearCache NearCache `yaml:"near_cache"`
+}
+
+// NearCache caches, for a short while, answers fetched from other nodes.
+type NearCache struct {
+	// MaxBytes caps the near cache. Default 16MiB; 0 disables it.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+	// TTL is how long a near entry is served. Default 1s; in (0, 1s] so a
+	// near entry never hides the owner's state for long.
+	TTL Duration `yaml:"ttl"`
+}
+
+// Cache sizes the local cache of entries this node owns.
+type Cache struct {
+	// MaxBytes caps the cache. Default 256MiB; must be > 0.
+	MaxBytes ByteSize `yaml:"max_bytes"`
+}
+
+// Route sends requests under Prefix to Upstream; breaker, metrics and
+// limits are kept per route.
+type Route struct {
+	// Name identifies the route in metrics, logs and breaker state.
+	// Required, unique, [a-z0-9_-]+.
+	Name string `yaml:"name"`
+	// Prefix is the path prefix served, e.g. "/comments/"; it is stripped
+	// and the rest appended to Upstream. Required; starts and ends with
+	// "/"; no route's prefix may be a prefix of another's.
+	Prefix string `yaml:"prefix"`
+	// Upstream is the absolute http(s) URL requests go to; its path is
+	// kept. Required; no query or fragment.
+	Upstream string `yaml:"upstream"`
+	// TenantHeader names the request header whose value joins the cache
+	// key. Default "": no tenant.
+	TenantHeader string `yaml:"tenant_header"`
+	// Cache sets the route's freshness windows.
+	Cache RouteCache `yaml:"cache"`
+	// Breaker sets when the route's circuit breaker trips.
+	Breaker RouteBreaker `yaml:"breaker"`
+	// Retry sets how failed upstream calls are retried.
+	Retry RouteRetry `yaml:"retry"`
+	// Limits caps calls per upstream host.
+	Limits RouteLimits `yaml:"limits"`
+	// UpstreamURL is Upstream parsed, its path ending in "/". Set by Parse
+	// and Load; nil on a Config built in code.
+	UpstreamURL *url.URL `yaml:"-"`
+}
+
+// RouteCache sets a route's stale-while-revalidate windows.
+type RouteCache struct {
+	// Fresh is how long an entry is served without an upstream call.
+	// Default 15s; must be > 0.
+	Fresh Duration `yaml:"fresh"`
+	// Stale follows Fresh: the entry is served while one background
+	// refresh runs. Default 15s; >= 0.
+	Stale Duration `yaml:"stale"`
+	// StaleIfError follows Stale: the entry is still served while the
+	// upstream fails or the breaker is open. Default 10m; >= 0.
+	StaleIfError Duration `yaml:"stale_if_error"`
+	// MaxBody is the largest body cached; bigger ones are served but not
+	// cached. Default 1MiB; must be > 0.
+	MaxBody ByteSize `yaml:"max_body"`
+}
+
+// RouteBreaker sets a route's circuit breaker.
+type RouteBreaker struct {
+	// Failures within Window that trip the breaker. Default 3; >= 1.
+	Failures int `yaml:"failures"`
+	// Window over which failures are counted. Default 30s.
+	Window Duration `yaml:"window"`
+	// SlowCall is the duration past which a call counts as a failure even
+	// if it succeeds. Default 12s.
+	SlowCall Duration `yaml:"slow_call"`
+	// OpenFor is how long the breaker stays open before a probe.
+	// Default 20s.
+	OpenFor Duration `yaml:"open_for"`
+	// MinNodes is how many nodes must report failures before it trips.
+	// Default 1; >= 1.
+	MinNodes int `yaml:"min_nodes"`
+	// ProbeLease is how long a granted probe is held; a probe lost with its
+	// node is re-granted after it. Default 30s.
+	ProbeLease Duration `yaml:"probe_lease"`
+}
+
+// RouteRetry sets how a route's upstream calls are retried.
+type RouteRetry struct {
+	// Budget bounds the wall time of one logical call, all attempts and
+	// waits included. Default 20s.
+	Budget Duration `yaml:"budget"`
+	// MaxAttempts caps attempts per logical call. Default 4; >= 1.
+	MaxAttempts int `yaml:"max_attempts"`
+	// Network is the backoff after a connection error or timeout.
+	// Default {base: 150ms, cap: 3s, jitter: 0}.
+	Network Backoff `yaml:"network"`
+	// RateLimit is the backoff after a 429. Default {base: 1s, cap: 10s,
+	// jitter: 0.3}.
+	RateLimit Backoff `yaml:"rate_limit"`
+	// RetryAfterCap caps a wait asked for by a Retry-After header.
+	// Default 30s.
+	RetryAfterCap Duration `yaml:"retry_after_cap"`
+	// AttemptTimeout bounds one attempt. Default 0: whatever remains of
+	// Budget; when set, at most Budget.
+	AttemptTimeout Duration `yaml:"attempt_timeout"`
+}
+
+// Backoff is an exponential backoff: Base doubled per attempt up to Cap,
+// with a random fraction of up to Jitter applied to each wait.
+type Backoff struct {
+	// Base is the first wait; must be > 0.
+	Base Duration `yaml:"base"`
+	// Cap is the longest wait; must be >= Base.
+	Cap Duration `yaml:"cap"`
+	// Jitter is the largest random fraction of a wait, in [0, 1]; 0 means
+	// exact waits.
+	Jitter float64 `yaml:"jitter"`
+}
+
+// RouteLimits caps a route's calls per upstream host.
+type RouteLimits struct {
+	// Inflight caps concurrent calls per upstream host. Default 64; >= 1.
+	Inflight int `yaml:"inflight"`
+	// Rate is the token-bucket refill in requests per second per host.
+	// Default 50; must be > 0.
+	Rate float64 `yaml:"rate"`
+	// Burst is the token-bucket size per host. Default 100; >= 1.
+	Burst int `yaml:"burst"`
+}
+
+// Default returns the node, cluster and cache defaults, with no routes.
+func Default() *Config {
+	name := defaultNodeName()
+	return &Config{
+		Node: Node{
+			Name:            name,
+			HTTP:            "127.0.0.1:8080",
+			DataDir:         dataDirFor(name),
+			ShutdownTimeout: Duration(10 * time.Second),
+			MaxHeaderBytes:  32 << 10,
+			MaxRequestBody:  1 << 20,
+		},
+		Cluster: Cluster{
+			Partitions:     271,
+			LoadFactor:     1.25,
+			Replication:    1,
+			RejoinInterval: Duration(30 * time.Second),
+			DeadAfter:      Duration(5 * time.Minute),
+			ForwardTimeout: Duration(25 * time.Second),
+			NearCache:      NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
+		},
+		Cache: Cache{MaxBytes: 256 << 20},
+	}
+}
+
+// DefaultRoute returns a route with every default set and no name, prefix
+// or upstream.
+func DefaultRoute() Route {
+	return Route{
+		Cache: RouteCache{
+			Fresh:        Duration(15 * time.Second),
+			Stale:        Duration(15 * time.Second),
+			StaleIfError: Duration(10 * time.Minute),
+			MaxBody:      1 << 20,
+		},
+		Breaker: RouteBreaker{
+			Failures:   3,
+			Window:     Duration(30 * time.Second),
+			SlowCall:   Duration(12 * time.Second),
+			OpenFor:    Duration(20 * time.Second),
+			MinNodes:   1,
+			ProbeLease: Duration(30 * time.Second),
+		},
+		Retry: RouteRetry{
+			Budget:        Duration(20 * time.Second),
+			MaxAttempts:   4,
+			Network:       Backoff{Base: Duration(150 * time.Millisecond), Cap: Duration(3 * time.Second)},
+			RateLimit:     Backoff{Base: Duration(time.Second), Cap: Duration(10 * time.Second), Jitter: 0.3},
+			RetryAfterCap: Duration(30 * time.Second),
+		},
+		Limits: RouteLimits{Inflight: 64, Rate: 50, Burst: 100},
+	}
+}
+
+// RouteFor returns the route whose prefix starts path. Prefixes never
+// overlap in a valid Config, so at most one matches.
+func (c *Config) RouteFor(path string) (*Route, bool) {
+	for i := range c.Routes {
+		if p := c.Routes[i].Prefix; p != "" && strings.HasPrefix(path, p) {
+			return &c.Routes[i], true
+		}
+	}
+	return nil, false
+}
+
+// defaultNodeName is the host name when it is a valid node name, because a
+// node name ends up in raft IDs and a directory name.
+func defaultNodeName() string {
+	if h, err := os.Hostname(); err == nil && validNodeName(h) {
+		return h
+	}
+	return "levee"
+}
+
+// dataDirFor is the default data directory of the node called name.
+func dataDirFor(name string) string { return "./data/" + name }

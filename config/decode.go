@@ -1,0 +1,123 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Load reads the YAML file at path and parses it with Parse; every error
+// names path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads one YAML document onto the defaults and validates it. Unknown
+// or repeated keys, values of the wrong shape and undecodable values are
+// errors naming their key path. A key that is absent, or present with a null
+// value, keeps its default.
+func Parse(data []byte) (*Config, error) {
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	c := Default()
+	d := &decoder{present: map[string]bool{}, merging: map[*yaml.Node]bool{}}
+	d.decode("", root, reflect.ValueOf(c).Elem())
+	if !d.present["node.data_dir"] {
+		c.Node.DataDir = dataDirFor(c.Node.Name)
+	}
+	if errs := append(d.errs, d.unlessFailed(c.Validate())...); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.resolveUpstreams()
+	return c, nil
+}
+
+// unlessFailed returns the validation errors not under a key that already
+// failed to decode: such a key kept its default, and one error per key is
+// enough.
+func (d *decoder) unlessFailed(err error) []error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil // Validate returns nil or a joined error
+	}
+	var out []error
+	for _, e := range joined.Unwrap() {
+		var fe *FieldError
+		if !errors.As(e, &fe) || !d.failedUnder(fe.Path) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// failedUnder reports whether path, or a block containing it, failed to
+// decode.
+func (d *decoder) failedUnder(path string) bool {
+	for _, e := range d.errs {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(path, fe.Path); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// parseDocument returns the root node of the single document in data, or
+// nil for an empty document.
+func parseDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &FieldError{Msg: "the file must hold exactly one YAML document"}
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0], nil
+	}
+	return &doc, nil
+}
+
+// resolveUpstreams sets each route's UpstreamURL from its validated
+// Upstream, with a trailing slash so that joining the rest of a request path
+// never glues two segments together.
+func (c *Config) resolveUpstreams() {
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		u, err := parseUpstream(r.Upstream)
+		if err != nil {
+			continue // Validate has reported it
+		}
+		if !strings.HasSuffix(u.Path, "/") {
+			u.Path += "/"
+			if u.RawPath != "" {
+				u.RawPath += "/"
+			}
+		}
+		r.UpstreamURL = u
+	}
+}

@@ -1,0 +1,19 @@
+// Package config owns the YAML configuration file of a Levee node.
+//
+// Data flow: Load reads a file and hands its bytes to Parse. Parse reads the
+// YAML into a node tree, then walks that tree onto Default() (each route onto
+// DefaultRoute()), so a key that is absent keeps its default and a key that
+// is present is taken as written, even when the written value is invalid.
+// The walk is driven by the Go struct's yaml tags and reports unknown keys,
+// duplicate keys and undecodable values with their exact key path
+// ("routes[0].cache.fresh"). Parse then fills the derived fields
+// (Node.DataDir when absent, Route.UpstreamURL) and runs Validate, which
+// checks every rule and joins every problem into one error.
+//
+// cmd/node overrides single node, cluster and cache scalars from flags and
+// environment variables through Set (one per SettableKeys entry) and calls
+// Validate again afterwards.
+//
+// Every error this package returns for bad input wraps ErrInvalid; the ones
+// tied to a key are *FieldError values carrying the key path.
+package config

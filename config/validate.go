@@ -1,0 +1,204 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Validate checks every rule and returns all problems joined with
+// errors.Join, each a *FieldError naming its key path; nil when c is valid.
+// It does not modify c.
+func (c *Config) Validate() error {
+	v := &validator{}
+	v.node(&c.Node)
+	v.cluster(&c.Cluster)
+	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
+	v.routes(c)
+	return errors.Join(v.errs...)
+}
+
+// minSecretLen is the shortest cluster secret accepted. It is a floor
+// against accidents ("x", "test"), not a strength rule: the secret is a
+// passphrase that cmd/node stretches into keys, and the reference example's
+// "some passphrase" (15 characters) must stay valid.
+const minSecretLen = 12
+
+// validator collects problems so that one run reports all of them.
+type validator struct {
+	errs []error
+}
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) check(ok bool, path, msg string) {
+	if !ok {
+		v.add(path, "%s", msg)
+	}
+}
+
+func (v *validator) positive(path string, d Duration) { v.check(d > 0, path, "must be > 0") }
+
+func (v *validator) nonNegative(path string, d Duration) { v.check(d >= 0, path, "must be >= 0") }
+
+func (v *validator) positiveSize(path string, b ByteSize) { v.check(b > 0, path, "must be > 0") }
+
+func (v *validator) atLeast(path string, n, lowest int) {
+	v.check(n >= lowest, path, fmt.Sprintf("must be >= %d", lowest))
+}
+
+func (v *validator) node(n *Node) {
+	if n.Name == "" {
+		v.add("node.name", "is required")
+	} else if !validNodeName(n.Name) {
+		v.add("node.name", "%q must be letters, digits, '.', '_' or '-', starting with a letter or digit", n.Name)
+	}
+	v.check(n.HTTP != "", "node.http", "is required")
+	v.bindAddr("node.http", n.HTTP)
+	v.check(n.DataDir != "", "node.data_dir", "must not be empty")
+	v.bindAddr("node.gossip", n.Gossip)
+	v.bindAddr("node.raft", n.Raft)
+	v.distinctAddrs(n)
+	v.advertise(n)
+	v.join(n)
+	v.bootstrap(n)
+	v.positive("node.shutdown_timeout", n.ShutdownTimeout)
+	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
+	v.positiveSize("node.max_request_body", n.MaxRequestBody)
+}
+
+// bindAddr checks an optional listen address: host:port, where an empty
+// host means every interface and port 0 a free port.
+func (v *validator) bindAddr(path, addr string) {
+	if addr == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !validPort(port, true) || (host != "" && !validHost(host)) {
+		v.add(path, "must be host:port, got %q", addr)
+	}
+}
+
+// distinctAddrs rejects two listeners on one fixed address, which would
+// fail at startup with a less helpful "address already in use".
+func (v *validator) distinctAddrs(n *Node) {
+	addrs := []struct{ path, addr string }{
+		{"node.http", n.HTTP}, {"node.gossip", n.Gossip}, {"node.raft", n.Raft},
+	}
+	for i, a := range addrs {
+		for _, b := range addrs[:i] {
+			if a.addr != "" && a.addr == b.addr && !hasPortZero(a.addr) {
+				v.add(a.path, "%q is also %s", a.addr, b.path)
+			}
+		}
+	}
+}
+
+// advertise checks the advertised host. Raft refuses to advertise an
+// unspecified address, so binding raft to every interface needs one.
+func (v *validator) advertise(n *Node) {
+	if n.Advertise != "" {
+		if !validHost(n.Advertise) {
+			v.add("node.advertise", "%q must be a host name or IP address, without a port", n.Advertise)
+		}
+		return
+	}
+	if host, _, err := net.SplitHostPort(n.Raft); err == nil && unspecifiedHost(host) {
+		v.add("node.advertise", "is required when node.raft (%q) binds every interface", n.Raft)
+	}
+}
+
+func (v *validator) join(n *Node) {
+	if len(n.Join) > 0 && n.Gossip == "" {
+		v.add("node.join", "needs node.gossip")
+	}
+	for i, addr := range n.Join {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || host == "" || !validHost(host) || !validPort(port, false) {
+			v.add(fmt.Sprintf("node.join[%d]", i), "must be host:port with a non-zero port, got %q", addr)
+		}
+	}
+}
+
+func (v *validator) bootstrap(n *Node) {
+	switch {
+	case n.BootstrapExpect < 0:
+		v.add("node.bootstrap_expect", "must be >= 0")
+	case n.BootstrapExpect > 0 && n.Raft == "":
+		v.add("node.bootstrap_expect", "needs node.raft")
+	case n.BootstrapExpect > 1 && n.Gossip == "":
+		v.add("node.bootstrap_expect", "%d needs node.gossip to find the other voters", n.BootstrapExpect)
+	}
+}
+
+func (v *validator) cluster(c *Cluster) {
+	v.check(c.Secret == "" || len(c.Secret) >= minSecretLen, "cluster.secret",
+		fmt.Sprintf("must be at least %d characters", minSecretLen))
+	v.check(c.Partitions > 0, "cluster.partitions", "must be > 0")
+	v.check(c.LoadFactor > 1, "cluster.load_factor", "must be > 1")
+	v.atLeast("cluster.replication", c.Replication, 0)
+	v.positive("cluster.rejoin_interval", c.RejoinInterval)
+	v.positive("cluster.dead_after", c.DeadAfter)
+	v.positive("cluster.forward_timeout", c.ForwardTimeout)
+	v.check(c.NearCache.MaxBytes >= 0, "cluster.near_cache.max_bytes", "must be >= 0")
+	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= time.Second, "cluster.near_cache.ttl", "must be in (0, 1s]")
+}
+
+// validNodeName reports whether s can name a node: it becomes a raft server
+// ID and a directory name, so it is kept to a portable character set.
+func validNodeName(s string) bool {
+	if s == "" || len(s) > 253 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports whether s is an IP address or a host name.
+func validHost(s string) bool {
+	if _, err := netip.ParseAddr(s); err == nil {
+		return true
+	}
+	if s == "" || len(s) > 253 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !isAlnum(c) && c != '.' && c != '-' && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// validPort reports whether s is a port number; zero only when allowed.
+func validPort(s string, zeroOK bool) bool {
+	p, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && (zeroOK || p > 0)
+}
+
+func hasPortZero(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == "0"
+}
+
+// unspecifiedHost reports whether a bind host means "every interface".
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
