@@ -1,0 +1,35 @@
+// Package demoupstream is the bundled demo of the flaky third-party HTTP API
+// that Levee stands in front of. It serves a small, realistic JSON API and
+// lets tests and the chaos harness break it on purpose, in-process (Go
+// methods) or over HTTP (admin endpoints under /-/).
+//
+// Data flow of one /api/ request through ServeHTTP:
+//
+//	count the call (stats) → base latency → current fault (may answer 503,
+//	500, 429, sleep, or drop the connection) → route → content generation
+//	for (tenant, key) → conditional check (ETag / Last-Modified, 304) →
+//	tagged JSON body → record the status and a log entry.
+//
+// Every API body is an Envelope tagged with the tenant (X-Tenant), the key
+// (path plus canonical query), the content version, the server time and a
+// node hint, so a checker can tell exactly which answer a client got and
+// whether it leaked across tenants or went stale.
+//
+// Content of a (tenant, key) changes every Config.ChangeEvery, counted from
+// the first time that pair was served; the version is that generation, so
+// a conditional request within one generation gets a 304.
+//
+// Admin endpoints, which are neither counted nor faulted:
+//
+//	GET    /-/stats        Stats snapshot (JSON)
+//	POST   /-/stats/reset  zero counters and the call log
+//	GET    /-/faults       current FaultStatus
+//	POST   /-/faults       set a Fault (JSON body, see Fault)
+//	DELETE /-/faults       heal
+//	GET    /-/healthz      200 while the process serves
+//
+// The Server starts no goroutines: a fault's Duration is checked lazily on
+// each request against Config.Now, which also makes auto-heal testable with
+// a fake clock. Close aborts every pending sleep (latency, slow faults) so an
+// http.Server shutdown is not held up by them.
+package demoupstream

@@ -1,0 +1,132 @@
+package demoupstream
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeClock is an injectable Config.Now.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// harness is one Server behind a real httptest listener and a private client.
+type harness struct {
+	s      *Server
+	srv    *httptest.Server
+	client *http.Client
+	clock  *fakeClock
+}
+
+// slogWriter routes the Server's log lines to t.Log.
+type slogWriter struct{ t testing.TB }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func newHarness(t *testing.T, mutate func(*Config)) *harness {
+	t.Helper()
+	clock := newFakeClock()
+	cfg := DefaultConfig()
+	cfg.Now = clock.Now
+	cfg.Logger = slog.New(slog.NewTextHandler(slogWriter{t}, nil))
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	srv := httptest.NewServer(s)
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	t.Cleanup(func() {
+		_ = s.Close()
+		client.CloseIdleConnections()
+		srv.Close()
+	})
+	return &harness{s: s, srv: srv, client: client, clock: clock}
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (h *harness) do(t *testing.T, method, path string, hdr map[string]string, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("NewRequest: %v", err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (h *harness) get(t *testing.T, path string, hdr map[string]string) response {
+	t.Helper()
+	return h.do(t, http.MethodGet, path, hdr, "")
+}
+
+func decodeEnvelope(t *testing.T, b []byte) Envelope {
+	t.Helper()
+	var env Envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		t.Fatalf("decode envelope %q: %v", b, err)
+	}
+	return env
+}
+
+// waitFor polls cond until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
