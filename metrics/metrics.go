@@ -1,0 +1,143 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the set of Levee's series for one node.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	CacheResults     *prometheus.CounterVec
+	Refreshes        *prometheus.CounterVec
+	HTTPRequests     *prometheus.CounterVec
+	HTTPDuration     *prometheus.HistogramVec
+	UpstreamRequests *prometheus.CounterVec
+	Throttled        *prometheus.CounterVec
+	AttemptDuration  *prometheus.HistogramVec
+	RetryWaits       *prometheus.HistogramVec
+	InFlightHost     *prometheus.GaugeVec
+	BreakerState     *prometheus.GaugeVec
+	BreakerTrans     *prometheus.CounterVec
+	ProbeGrants      *prometheus.CounterVec
+	ForwardFallbacks *prometheus.CounterVec
+	Forwarded        *prometheus.CounterVec
+	Replicated       *prometheus.CounterVec
+	NearCache        *prometheus.CounterVec
+	LeaderChanges    prometheus.Counter
+	CommitLatency    prometheus.Histogram
+}
+
+// New registers every series on a fresh registry, with the process and Go
+// collectors.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	f := factory{reg}
+	return &Metrics{
+		reg:              reg,
+		CacheResults:     f.counter("levee_cache_results_total", "Cache results of served requests (HIT, STALE, MISS, REVALIDATED, BYPASS).", "route", "result"),
+		Refreshes:        f.counter("levee_cache_refreshes_total", "Background refreshes of stale entries by outcome (ok, error).", "route", "outcome"),
+		HTTPRequests:     f.counter("levee_http_requests_total", "Data-plane requests answered, by route and status code.", "route", "code"),
+		HTTPDuration:     f.histogram("levee_http_request_duration_seconds", "Data-plane request latency.", prometheus.DefBuckets, "route"),
+		UpstreamRequests: f.counter("levee_upstream_requests_total", "Upstream attempts by route, host and status (\"error\" for network errors).", "route", "host", "status"),
+		Throttled:        f.counter("levee_upstream_throttled_total", "Upstream 429 and 503 answers by host and endpoint (route).", "route", "host", "status"),
+		AttemptDuration:  f.histogram("levee_upstream_attempt_duration_seconds", "Duration of single upstream attempts.", prometheus.DefBuckets, "route", "host"),
+		RetryWaits:       f.histogram("levee_retry_wait_seconds", "Waits before upstream retries, by reason (network, 5xx, 429, retry-after).", []float64{.1, .25, .5, 1, 2, 4, 8, 16, 32}, "route", "host", "reason"),
+		InFlightHost:     f.gauge("levee_upstream_inflight", "Upstream attempts in flight per host.", "host"),
+		BreakerState:     f.gauge("levee_breaker_state", "Breaker state per route: 0 closed, 1 open, 2 half-open.", "route"),
+		BreakerTrans:     f.counter("levee_breaker_transitions_total", "Breaker state transitions.", "route", "from", "to"),
+		ProbeGrants:      f.counter("levee_breaker_probe_grants_total", "Half-open probes granted (cluster-wide, as applied on this node).", "route"),
+		ForwardFallbacks: f.counter("levee_forward_fallback_total", "Requests served locally because the key's owner could not be reached.", "route", "owner"),
+		Forwarded:        f.counter("levee_forwarded_total", "Requests forwarded to the key's owner, by outcome.", "owner", "outcome"),
+		Replicated:       f.counter("levee_replication_total", "Entries pushed to (sent) or received from (received) replica nodes, by outcome.", "direction", "outcome"),
+		NearCache:        f.counter("levee_near_cache_total", "Near-cache lookups on non-owner nodes (hit, miss).", "result"),
+		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
+		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time from proposing a breaker command to its commit.", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
+	}
+}
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry returns the registry, for extra collectors (cache size, …).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// GaugeFunc registers a gauge read at scrape time.
+func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
+
+// CacheResult implements proxy.Observer.
+func (m *Metrics) CacheResult(route string, r string) { m.CacheResults.WithLabelValues(route, r).Inc() }
+
+// Refresh implements proxy.Observer.
+func (m *Metrics) Refresh(route string, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.Refreshes.WithLabelValues(route, outcome).Inc()
+}
+
+// Request implements api.Observer.
+func (m *Metrics) Request(route string, status int, result string, d time.Duration) {
+	m.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.HTTPDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// ForwardFallback implements api.Observer.
+func (m *Metrics) ForwardFallback(route, owner string) {
+	m.ForwardFallbacks.WithLabelValues(route, owner).Inc()
+}
+
+// Attempt implements upstream.Observer.
+func (m *Metrics) Attempt(route, host string, status int, err error, d time.Duration) {
+	label := strconv.Itoa(status)
+	if status == 0 || err != nil && status == 0 {
+		label = "error"
+	}
+	m.UpstreamRequests.WithLabelValues(route, host, label).Inc()
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		m.Throttled.WithLabelValues(route, host, label).Inc()
+	}
+	m.AttemptDuration.WithLabelValues(route, host).Observe(d.Seconds())
+}
+
+// RetryWait implements upstream.Observer.
+func (m *Metrics) RetryWait(route, host, reason string, wait time.Duration) {
+	m.RetryWaits.WithLabelValues(route, host, reason).Observe(wait.Seconds())
+}
+
+// InFlight implements upstream.Observer.
+func (m *Metrics) InFlight(host string, delta int) {
+	m.InFlightHost.WithLabelValues(host).Add(float64(delta))
+}
+
+// BreakerTransition records a state change; state is 0 closed, 1 open,
+// 2 half-open.
+func (m *Metrics) BreakerTransition(route, from, to string, state int) {
+	m.BreakerTrans.WithLabelValues(route, from, to).Inc()
+	m.BreakerState.WithLabelValues(route).Set(float64(state))
+	if to == "half-open" {
+		m.ProbeGrants.WithLabelValues(route).Inc()
+	}
+}
+
+// Counter returns the current value of a counter series, for tests and the
+// benchmark harness. Missing series read 0.
+func Counter(c *prometheus.CounterVec, labels ...string) float64 {
+	m, err := c.GetMetricWithLabelValues(labels...)
+	if err != nil {
+		return 0
+	}
+	return testValue(m)
+}

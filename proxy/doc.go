@@ -1,0 +1,18 @@
+// Package proxy is Levee's request engine: for one parsed request on one
+// configured route it runs the layers the brief prescribes, in order,
+//
+//	cache (with coalescing) → breaker → retry → upstream call
+//
+// A fresh hit never touches the breaker or the retry logic. A stale hit is
+// answered at once while ONE background refresh runs through the same
+// in-flight map as misses, so a refresh and a miss for one key never race. A
+// miss (or an expired entry) is fetched synchronously, coalesced per key; the
+// breaker guards the logical call and the upstream client retries inside it,
+// so the breaker counts logical calls, not attempts. When the fetch fails or
+// the breaker is open, an entry still inside its stale-if-error window is
+// served instead of the error.
+//
+// The engine knows nothing about HTTP servers or the cluster: api parses the
+// request, decides which node owns the key (Request.RoutingKey) and calls
+// Engine.Serve on the owner.
+package proxy

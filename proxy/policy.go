@@ -1,0 +1,98 @@
+package proxy
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pquerna/cachecontrol/cacheobject"
+)
+
+// policy is what the upstream's answer allows the cache to do with it.
+type policy struct {
+	Store        bool   // may be stored at all
+	Reason       string // why not, for Cache-Status detail and logs
+	Fresh        time.Duration
+	Stale        time.Duration
+	StaleIfError time.Duration
+}
+
+// storableStatus lists the statuses a shared cache may store without
+// explicit freshness (RFC 9110 §15.1 "heuristically cacheable"), minus 206
+// (Levee does not assemble ranges) and 501.
+var storableStatus = map[int]bool{
+	200: true, 203: true, 204: true, 300: true, 301: true, 308: true,
+	404: true, 405: true, 410: true, 414: true,
+}
+
+// responsePolicy decides, per RFC 9111 and RFC 5861, whether a response to
+// req may be stored by a shared cache and for how long. Directives the
+// upstream sends override the route's windows; a Cache-Control header that
+// does not parse makes the response unstorable rather than guessed at.
+func responsePolicy(rt *Route, method string, reqHeader http.Header, status int, h http.Header) policy {
+	p := policy{Fresh: rt.Fresh, Stale: rt.Stale, StaleIfError: rt.StaleIfError}
+	switch {
+	case !cacheable(method):
+		return p.deny("method")
+	case !storableStatus[status]:
+		return p.deny("status")
+	case len(h.Values("Set-Cookie")) > 0:
+		return p.deny("set-cookie")
+	}
+	if _, star := varyNames(h); star {
+		return p.deny("vary-star")
+	}
+	cc, err := cacheobject.ParseResponseCacheControl(strings.Join(h.Values("Cache-Control"), ", "))
+	if err != nil {
+		return p.deny("bad-cache-control")
+	}
+	switch {
+	case cc.NoStore:
+		return p.deny("no-store")
+	case cc.PrivatePresent:
+		return p.deny("private")
+	case reqHeader.Get("Authorization") != "" && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate:
+		// RFC 9111 §3.5: a shared cache must not reuse an authenticated answer
+		// unless the upstream says it may.
+		return p.deny("authorization")
+	}
+	p.Store = true
+	p.applyDirectives(cc, h)
+	return p
+}
+
+func (p policy) deny(reason string) policy {
+	p.Store, p.Reason = false, reason
+	return p
+}
+
+// applyDirectives lets the upstream's freshness directives replace the
+// route's windows: s-maxage over max-age (we are a shared cache), minus the
+// Age the answer already has; no-cache means "stale at once, revalidate";
+// must-revalidate and proxy-revalidate forbid serving it stale.
+func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http.Header) {
+	switch {
+	case cc.SMaxAge >= 0:
+		p.Fresh = seconds(cc.SMaxAge)
+	case cc.MaxAge >= 0:
+		p.Fresh = seconds(cc.MaxAge)
+	}
+	if cc.NoCachePresent {
+		p.Fresh = 0
+	}
+	if age, err := strconv.ParseInt(strings.TrimSpace(h.Get("Age")), 10, 64); err == nil && age > 0 {
+		p.Fresh = max(0, p.Fresh-time.Duration(age)*time.Second)
+	}
+	if cc.StaleWhileRevalidate >= 0 {
+		p.Stale = seconds(cc.StaleWhileRevalidate)
+	}
+	if cc.StaleIfError >= 0 {
+		p.StaleIfError = seconds(cc.StaleIfError)
+	}
+	if cc.MustRevalidate || cc.ProxyRevalidate || cc.NoCachePresent {
+		p.Stale, p.StaleIfError = 0, 0
+	}
+}
+
+func seconds(d cacheobject.DeltaSeconds) time.Duration { return time.Duration(d) * time.Second }
