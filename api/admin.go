@@ -1,0 +1,164 @@
+package api
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/levee/levee/breaker"
+)
+
+func (s *Server) adminMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /-/healthz", s.healthz)
+	mux.HandleFunc("GET /-/readyz", s.readyz)
+	mux.HandleFunc("GET /-/breakers", s.breakers)
+	mux.HandleFunc("POST /-/breakers/{route}/{action}", s.forceBreaker)
+	mux.HandleFunc("GET /-/cluster", s.cluster)
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "node": s.cfg.Node})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			problem(w, r, fmt.Errorf("%w: %v", ErrNotReady, err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "node": s.cfg.Node})
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Metrics == nil {
+		problem(w, r, fmt.Errorf("%w: metrics disabled", ErrNotFound))
+		return
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+}
+
+// BreakerView is one route's breaker in /-/breakers.
+type BreakerView struct {
+	Route               string    `json:"route"`
+	State               string    `json:"state"`
+	FailuresInWindow    int       `json:"failures_in_window"`
+	NodesInWindow       int       `json:"nodes_in_window"`
+	SecondsToHalfOpen   float64   `json:"seconds_until_half_open"`
+	Prober              string    `json:"prober,omitempty"`
+	ProbeLeaseRemaining float64   `json:"probe_lease_seconds,omitempty"`
+	Forced              bool      `json:"forced,omitempty"`
+	Since               time.Time `json:"since,omitzero"`
+	Transitions         uint64    `json:"transitions"`
+}
+
+func viewOf(v breaker.View, now time.Time) BreakerView {
+	bv := BreakerView{Route: v.Route, State: v.State.String(), FailuresInWindow: v.Failures,
+		NodesInWindow: v.Nodes, Prober: v.Prober, Forced: v.Forced, Since: v.Since, Transitions: v.Transitions}
+	if v.State == breaker.Open && !v.Forced {
+		bv.SecondsToHalfOpen = roundSeconds(v.OpenUntil.Sub(now))
+	}
+	if v.State == breaker.HalfOpen {
+		bv.ProbeLeaseRemaining = roundSeconds(v.ProbeUntil.Sub(now))
+	}
+	return bv
+}
+
+func roundSeconds(d time.Duration) float64 {
+	return math.Max(0, math.Round(d.Seconds()*1000)/1000)
+}
+
+func (s *Server) breakers(w http.ResponseWriter, r *http.Request) {
+	out := []BreakerView{}
+	if s.cfg.Breakers != nil {
+		now := s.cfg.Now()
+		seen := map[string]bool{}
+		for _, v := range s.cfg.Breakers.Views() {
+			seen[v.Route] = true
+			out = append(out, viewOf(v, now))
+		}
+		// Routes that never failed have no state yet: show them closed.
+		for _, rt := range s.routes {
+			if !seen[rt.Name] {
+				out = append(out, BreakerView{Route: rt.Name, State: breaker.Closed.String()})
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// forceBreaker handles POST /-/breakers/{route}/open|close, guarded by the
+// admin token.
+func (s *Server) forceBreaker(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkAdmin(r); err != nil {
+		problem(w, r, err)
+		return
+	}
+	route, action := r.PathValue("route"), r.PathValue("action")
+	if _, ok := s.routeByName(route); !ok || s.cfg.Breakers == nil {
+		problem(w, r, fmt.Errorf("%w: route %q", ErrNotFound, route))
+		return
+	}
+	var err error
+	switch action {
+	case "open":
+		err = s.cfg.Breakers.ForceOpen(r.Context(), route)
+	case "close":
+		err = s.cfg.Breakers.ForceClose(r.Context(), route)
+	default:
+		err = fmt.Errorf("%w: action %q (want open or close)", ErrNotFound, action)
+	}
+	if err != nil {
+		problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"route": route, "action": action, "status": "committed"})
+}
+
+func (s *Server) routeByName(name string) (RouteInfo, bool) {
+	for _, rt := range s.routes {
+		if rt.Name == name {
+			return rt, true
+		}
+	}
+	return RouteInfo{}, false
+}
+
+// checkAdmin compares the bearer token in constant time.
+func (s *Server) checkAdmin(r *http.Request) error {
+	if s.cfg.AdminToken == "" {
+		return ErrAdminDisabled
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) != 1 {
+		return ErrUnauthorized
+	}
+	return nil
+}
+
+func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Status == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"node": s.cfg.Node, "members": []string{s.cfg.Node}})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.cfg.Status())
+}

@@ -1,0 +1,242 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/levee/levee/proxy"
+)
+
+// serveData is the data-plane handler: parse, one call, map errors, write.
+func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	req, err := s.parse(w, r)
+	if err != nil {
+		s.fail(w, r, "", err, start)
+		return
+	}
+	resp, owner, err := s.dispatch(r.Context(), req)
+	if err != nil {
+		s.fail(w, r, req.Route, err, start)
+		return
+	}
+	status := s.write(w, r, resp, owner)
+	s.observe(req.Route, status, string(resp.Result), start)
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, route string, err error, start time.Time) {
+	status, _, _ := problemOf(err)
+	if status >= 500 {
+		s.cfg.Logger.Warn("request failed", "route", route, "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	problem(w, r, err)
+	s.observe(route, status, "ERROR", start)
+}
+
+func (s *Server) observe(route string, status int, result string, start time.Time) {
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Request(route, status, result, s.cfg.Now().Sub(start))
+	}
+}
+
+// parse validates a client request and turns it into a proxy.Request. Only
+// configured upstreams are ever contacted: anything that could aim the proxy
+// elsewhere (CONNECT, absolute-form URIs, protocol upgrades, dot segments
+// that climb out of the route's upstream path) is refused here.
+func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, error) {
+	switch {
+	case r.Method == http.MethodConnect:
+		return nil, fmt.Errorf("%w: CONNECT", ErrMethod)
+	case !strings.HasPrefix(r.RequestURI, "/"):
+		return nil, ErrAbsoluteURI
+	case r.Header.Get("Upgrade") != "":
+		return nil, fmt.Errorf("%w: protocol upgrade", ErrMethod)
+	}
+	path := r.URL.EscapedPath()
+	rt, ok := s.match(path)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoRoute, r.URL.Path)
+	}
+	rest := strings.TrimPrefix(path, rt.Prefix)
+	if err := checkPath(rest); err != nil {
+		return nil, err
+	}
+	body, err := readBody(w, r, s.cfg.MaxRequestBody)
+	if err != nil {
+		return nil, err
+	}
+	return &proxy.Request{
+		Route:    rt.Name,
+		Method:   r.Method,
+		Path:     rest,
+		RawQuery: r.URL.RawQuery,
+		Header:   cleanHeader(r.Header, true),
+		Body:     body,
+	}, nil
+}
+
+func (s *Server) match(path string) (RouteInfo, bool) {
+	for _, rt := range s.routes {
+		if strings.HasPrefix(path, rt.Prefix) {
+			return rt, true
+		}
+	}
+	return RouteInfo{}, false
+}
+
+// checkPath refuses dot segments, in plain or percent-encoded form, and
+// undecodable escapes: the rest of the path is appended to the upstream's
+// base path and must not climb out of it.
+func checkPath(rest string) error {
+	dec, err := url.PathUnescape(rest)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPath, err)
+	}
+	for _, p := range []string{rest, dec} {
+		for _, seg := range strings.Split(p, "/") {
+			if seg == "." || seg == ".." {
+				return fmt.Errorf("%w: dot segment", ErrBadPath)
+			}
+		}
+		if strings.ContainsAny(p, "\x00\\") {
+			return fmt.Errorf("%w: NUL or backslash", ErrBadPath)
+		}
+	}
+	return nil
+}
+
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("%w: %d bytes > %d", ErrBodyTooLarge, r.ContentLength, limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, fmt.Errorf("%w: > %d bytes", ErrBodyTooLarge, limit)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading body: %v", ErrBadPath, err)
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// dispatch serves req here or on its owner. A forward that fails for any
+// reason other than the owner's own answer is served locally instead:
+// availability first, counted in levee_forward_fallback_total.
+func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Response, string, error) {
+	if s.cfg.Peers == nil {
+		resp, err := s.cfg.Engine.Serve(ctx, req)
+		return resp, "", err
+	}
+	key, err := s.cfg.Engine.RoutingKey(req)
+	if err != nil {
+		return nil, "", err
+	}
+	owner, self := s.cfg.Peers.Owner(key)
+	if self || owner == "" {
+		resp, err := s.cfg.Engine.Serve(ctx, req)
+		return resp, s.cfg.Node, err
+	}
+	resp, err := s.cfg.Peers.Forward(ctx, owner, req)
+	if err == nil {
+		return resp, owner, nil
+	}
+	if ctx.Err() != nil {
+		return nil, owner, ctx.Err()
+	}
+	s.cfg.Logger.Warn("forward failed; serving locally", "owner", owner, "route", req.Route, "err", err)
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.ForwardFallback(req.Route, owner)
+	}
+	resp, err = s.cfg.Engine.Serve(ctx, req)
+	return resp, s.cfg.Node, err
+}
+
+// write sends resp with Levee's cache headers, answering the client's own
+// If-None-Match with a 304 when it matches. It returns the status written.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Response, owner string) int {
+	h := w.Header()
+	// Internal headers are stripped from answers too: an upstream (or a
+	// compromised peer) must not be able to speak Levee's own vocabulary to
+	// clients; the ones Levee means to send are set below.
+	for k, v := range cleanHeader(resp.Header, true) {
+		h[k] = v
+	}
+	h.Set("X-Cache", string(resp.Result))
+	h.Set("Cache-Status", cacheStatus(s.cfg.Node, resp))
+	if servedFromCache(resp.Result) {
+		h.Set("Age", strconv.FormatInt(int64(resp.Age/time.Second), 10))
+	}
+	if owner != "" {
+		h.Set("X-Levee-Owner", owner)
+	}
+	status, body := resp.Status, resp.Body
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK &&
+		etagMatch(r.Header.Get("If-None-Match"), resp.Header.Get("ETag")) {
+		status, body = http.StatusNotModified, nil
+		h.Del("Content-Type")
+	}
+	setContentLength(h, r.Method, status, len(body))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead && len(body) > 0 {
+		_, _ = w.Write(body)
+	}
+	return status
+}
+
+// setContentLength sets the length of the body written. A HEAD answer has
+// no body but keeps the upstream's Content-Length, which describes the body
+// a GET would get (RFC 9110 §9.3.2); overwriting it with 0 would lie.
+func setContentLength(h http.Header, method string, status, n int) {
+	upstreamLen := h.Get("Content-Length")
+	h.Del("Content-Length")
+	switch {
+	case status == http.StatusNotModified || status == http.StatusNoContent || status < 200:
+	case method == http.MethodHead && n == 0 && validLength(upstreamLen):
+		h.Set("Content-Length", upstreamLen)
+	default:
+		h.Set("Content-Length", strconv.Itoa(n))
+	}
+}
+
+func validLength(s string) bool {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n >= 0
+}
+
+func servedFromCache(r proxy.Result) bool {
+	return r == proxy.Hit || r == proxy.Stale || r == proxy.Revalidated
+}
+
+// cacheStatus renders the RFC 9211 Cache-Status header.
+func cacheStatus(node string, resp *proxy.Response) string {
+	name := "levee-" + node
+	switch resp.Result {
+	case proxy.Hit:
+		return name + "; hit"
+	case proxy.Stale:
+		detail := resp.Detail
+		if detail == "" {
+			detail = "stale-while-revalidate"
+		}
+		return name + "; hit; detail=" + detail
+	case proxy.Revalidated:
+		return name + "; fwd=stale; fwd-status=304; stored"
+	case proxy.Miss:
+		return fmt.Sprintf("%s; fwd=uri-miss; fwd-status=%d; stored", name, resp.Status)
+	}
+	return fmt.Sprintf("%s; fwd=bypass; fwd-status=%d", name, resp.Status)
+}

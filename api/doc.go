@@ -1,0 +1,12 @@
+// Package api is Levee's HTTP face: the data plane that app servers call and
+// the admin endpoints operators and orchestrators call.
+//
+// A data-plane request flows: validate (no CONNECT, no absolute-form URI for
+// another host, no path that climbs out of its route, bounded headers and
+// body) → match a route by prefix → strip hop-by-hop and internal headers →
+// build a proxy.Request → ask Peers who owns its routing key → serve it on
+// this node's proxy.Engine, or forward it to the owner (falling back to
+// serving locally when the owner cannot be reached) → write the answer with
+// X-Cache, Cache-Status and Age. Every error goes through problem(), the one
+// place that maps sentinel errors to HTTP statuses and problem+json bodies.
+package api

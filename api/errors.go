@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/upstream"
+)
+
+// Request-validation sentinels; problem maps them with the rest.
+var (
+	ErrNoRoute       = errors.New("api: no route for this path")
+	ErrAbsoluteURI   = errors.New("api: absolute-form request URIs are not proxied")
+	ErrMethod        = errors.New("api: method not supported by a proxy")
+	ErrBadPath       = errors.New("api: path not allowed")
+	ErrBodyTooLarge  = errors.New("api: request body too large")
+	ErrUnauthorized  = errors.New("api: missing or wrong token")
+	ErrNotFound      = errors.New("api: not found")
+	ErrNotReady      = errors.New("api: not ready")
+	ErrPeerRefused   = errors.New("api: peer request refused")
+	ErrBadPeerFrame  = errors.New("api: undecodable peer message")
+	ErrAdminDisabled = errors.New("api: admin token not configured")
+)
+
+// problemOf maps an error to its HTTP status, a short title and, for an open
+// breaker, the seconds until the probe. It is the ONE place that knows how
+// Levee's errors look over HTTP.
+func problemOf(err error) (status int, title string, retryAfter time.Duration) {
+	var open *breaker.OpenError
+	switch {
+	case errors.As(err, &open):
+		return http.StatusServiceUnavailable, "circuit breaker open", open.RetryAfter
+	case errors.Is(err, breaker.ErrOpen):
+		return http.StatusServiceUnavailable, "circuit breaker open", time.Second
+	case errors.Is(err, upstream.ErrBudget):
+		return http.StatusGatewayTimeout, "upstream retry budget spent", 0
+	case errors.Is(err, upstream.ErrLimited):
+		// No Retry-After: Levee already waited for a slot within the retry
+		// budget, and only an open breaker knows when waiting helps.
+		return http.StatusServiceUnavailable, "upstream concurrency limit reached", 0
+	case errors.Is(err, upstream.ErrUnavailable), errors.Is(err, upstream.ErrTooLarge),
+		errors.Is(err, proxy.ErrUpstreamStatus):
+		return http.StatusBadGateway, "upstream failed", 0
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusGatewayTimeout, "deadline exceeded", 0
+	case errors.Is(err, ErrNoRoute), errors.Is(err, proxy.ErrUnknownRoute), errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "not found", 0
+	case errors.Is(err, ErrAbsoluteURI), errors.Is(err, ErrMethod), errors.Is(err, ErrBadPath),
+		errors.Is(err, proxy.ErrBadRequest), errors.Is(err, ErrBadPeerFrame):
+		return http.StatusBadRequest, "bad request", 0
+	case errors.Is(err, ErrBodyTooLarge):
+		return http.StatusRequestEntityTooLarge, "request body too large", 0
+	case errors.Is(err, ErrUnauthorized), errors.Is(err, ErrPeerRefused):
+		return http.StatusUnauthorized, "unauthorized", 0
+	case errors.Is(err, ErrAdminDisabled):
+		return http.StatusForbidden, "admin endpoints disabled", 0
+	case errors.Is(err, ErrNotReady):
+		return http.StatusServiceUnavailable, "not ready", 0
+	case errors.Is(err, context.Canceled):
+		return 499, "client closed request", 0
+	}
+	return http.StatusInternalServerError, "internal error", 0
+}
+
+// problem writes err as an RFC 9457 problem+json body. Retry-After is only
+// sent where waiting helps (an open breaker): Levee has already retried, so
+// it tells callers not to retry 502 and 504 themselves.
+func problem(w http.ResponseWriter, r *http.Request, err error) {
+	status, title, retryAfter := problemOf(err)
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(retryAfter.Seconds()))))
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"type":     "about:blank",
+		"title":    title,
+		"status":   status,
+		"detail":   err.Error(),
+		"instance": r.URL.Path,
+	})
+}

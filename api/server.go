@@ -1,0 +1,134 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/proxy"
+)
+
+// Engine serves a request on this node. *proxy.Engine implements it.
+type Engine interface {
+	Serve(ctx context.Context, r *proxy.Request) (*proxy.Response, error)
+	RoutingKey(r *proxy.Request) (string, error)
+}
+
+// Peers is the cluster as the data plane sees it: who owns a key, and how to
+// ask the owner. A nil Peers means a single node that owns every key.
+type Peers interface {
+	// Owner returns the node that owns key and whether that is this node.
+	Owner(key string) (node string, self bool)
+	// Forward asks node to serve r and returns its answer.
+	Forward(ctx context.Context, node string, r *proxy.Request) (*proxy.Response, error)
+}
+
+// Breakers exposes breaker state to the admin endpoints. Optional.
+type Breakers interface {
+	Views() []breaker.View
+	// ForceOpen and ForceClose commit an admin command (cluster-wide when
+	// the breaker is Raft-replicated).
+	ForceOpen(ctx context.Context, route string) error
+	ForceClose(ctx context.Context, route string) error
+}
+
+// Observer receives request outcomes for metrics. Optional.
+type Observer interface {
+	Request(route string, status int, result string, d time.Duration)
+	ForwardFallback(route, owner string)
+}
+
+// RouteInfo is what the API needs to know of a route to match requests.
+type RouteInfo struct {
+	Name         string
+	Prefix       string // starts and ends with "/"
+	TenantHeader string
+}
+
+// Config wires a Server. Node, Routes and Engine are required.
+type Config struct {
+	// Node is this node's name, reported in headers and admin output.
+	Node string
+	// Routes are matched by longest prefix (config forbids overlaps).
+	Routes []RouteInfo
+	// Engine serves requests this node owns. Required.
+	Engine Engine
+	// Peers decides ownership and forwards. Default nil: single node.
+	Peers Peers
+	// Breakers backs /-/breakers. Default nil: the endpoint returns [].
+	Breakers Breakers
+	// Metrics serves GET /metrics. Default nil: 404.
+	Metrics http.Handler
+	// Ready reports readiness for /-/readyz. Default nil: always ready.
+	Ready func() error
+	// Status adds node/cluster details to /-/cluster. Default nil: the
+	// endpoint reports only this node.
+	Status func() any
+	// MaxRequestBody caps request bodies in bytes. Default 1 MiB.
+	MaxRequestBody int64
+	// AdminToken guards admin POSTs (Authorization: Bearer TOKEN). Default
+	// "": admin POSTs are disabled (403).
+	AdminToken string
+	// Observer gets request outcomes. Default nil.
+	Observer Observer
+	// Logger gets request errors. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Server is Levee's HTTP handler: data plane plus admin endpoints.
+type Server struct {
+	cfg    Config
+	routes []RouteInfo // longest prefix first
+	admin  *http.ServeMux
+}
+
+// New builds a Server; it does no I/O.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil || len(cfg.Routes) == 0 {
+		return nil, errors.New("api: Engine and at least one route are required")
+	}
+	if cfg.MaxRequestBody <= 0 {
+		cfg.MaxRequestBody = 1 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, routes: append([]RouteInfo(nil), cfg.Routes...)}
+	for _, rt := range s.routes {
+		if isAdminPath(rt.Prefix) || !strings.HasPrefix(rt.Prefix, "/") {
+			return nil, fmt.Errorf("api: route %q prefix %q collides with admin paths", rt.Name, rt.Prefix)
+		}
+	}
+	sort.Slice(s.routes, func(i, j int) bool { return len(s.routes[i].Prefix) > len(s.routes[j].Prefix) })
+	s.admin = s.adminMux()
+	return s, nil
+}
+
+func isAdminPath(p string) bool {
+	return strings.HasPrefix(p, "/-/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
+}
+
+// Handle adds an admin or internal endpoint (e.g. node-to-node calls) under
+// /-/. It must be called before serving.
+func (s *Server) Handle(pattern string, h http.Handler) { s.admin.Handle(pattern, h) }
+
+// ServeHTTP dispatches to the admin endpoints or the data plane.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.RequestURI, "/") && isAdminPath(r.URL.Path) {
+		s.admin.ServeHTTP(w, r)
+		return
+	}
+	s.serveData(w, r)
+}

@@ -1,0 +1,155 @@
+// Command levee runs one Levee node.
+//
+//	levee -config levee.yaml [-node.http 127.0.0.1:8080 ...]
+//	levee health [-url http://127.0.0.1:8080/-/readyz]
+//
+// Every node, cluster and cache setting in the file can be overridden by a
+// flag named after its key (-node.http) and by an environment variable
+// (LEVEE_NODE_HTTP); flags win over the environment, which wins over the file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/node"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "health" {
+		return health(args[1:], stderr)
+	}
+	cfg, err := loadConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "levee: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv("LEVEE_LOG_LEVEL"))}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve(ctx, cfg, log)
+}
+
+// serve runs a node until ctx ends, then shuts it down in order.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
+	n, err := node.New(cfg, node.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot build node", "err", err)
+		return 1
+	}
+	if err := n.Start(ctx); err != nil {
+		log.Error("cannot start node", "err", err)
+		n.Close()
+		return 1
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "node", cfg.Node.Name)
+	if err := n.Close(); err != nil {
+		log.Error("unclean shutdown", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// loadConfig reads -config (or LEVEE_CONFIG), then applies LEVEE_* env
+// overrides, then flags, then validates.
+func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
+	fs := flag.NewFlagSet("levee", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", getenv("LEVEE_CONFIG"), "YAML config file (env LEVEE_CONFIG)")
+	overrides := map[string]*string{}
+	for _, key := range config.SettableKeys() {
+		overrides[key] = fs.String(key, "", fmt.Sprintf("override %s (env %s)", key, envName(key)))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (did you mean -config %s?)", fs.Arg(0), fs.Arg(0))
+	}
+	if *path == "" {
+		return nil, errors.New("no config file: run levee -config FILE (or set LEVEE_CONFIG)")
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, key := range config.SettableKeys() {
+		if v, ok := lookup(getenv, envName(key)); ok && !set[key] {
+			if err := cfg.Set(key, v); err != nil {
+				return nil, fmt.Errorf("%s: %w", envName(key), err)
+			}
+		}
+		if set[key] {
+			if err := cfg.Set(key, *overrides[key]); err != nil {
+				return nil, fmt.Errorf("-%s: %w", key, err)
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+// envName turns node.http into LEVEE_NODE_HTTP.
+func envName(key string) string {
+	return "LEVEE_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+}
+
+func logLevel(s string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// health is the container healthcheck: exit 0 when the node answers ready.
+func health(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("levee health", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "http://127.0.0.1:8080/-/readyz", "readiness URL to check")
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for an answer")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	client := &http.Client{Timeout: *timeout}
+	resp, err := client.Get(*url)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee health: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "levee health: %s answered %s\n", *url, resp.Status)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,95 @@
+package node
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/levee/levee/api"
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/upstream"
+)
+
+// proxyRoute turns a configured route into the engine's runtime form.
+func proxyRoute(r *config.Route) (*proxy.Route, error) {
+	u, err := upstreamURL(r)
+	if err != nil {
+		return nil, err
+	}
+	return &proxy.Route{
+		Name:         r.Name,
+		Prefix:       r.Prefix,
+		Upstream:     u,
+		TenantHeader: r.TenantHeader,
+		Fresh:        r.Cache.Fresh.D(),
+		Stale:        r.Cache.Stale.D(),
+		StaleIfError: r.Cache.StaleIfError.D(),
+		MaxBody:      r.Cache.MaxBody.Int64(),
+		Breaker: breaker.Settings{
+			Failures:   r.Breaker.Failures,
+			Window:     r.Breaker.Window.D(),
+			SlowCall:   r.Breaker.SlowCall.D(),
+			OpenFor:    r.Breaker.OpenFor.D(),
+			MinNodes:   r.Breaker.MinNodes,
+			ProbeLease: r.Breaker.ProbeLease.D(),
+		},
+		Retry: upstream.Retry{
+			Budget:         r.Retry.Budget.D(),
+			MaxAttempts:    r.Retry.MaxAttempts,
+			Network:        policy(r.Retry.Network),
+			RateLimit:      policy(r.Retry.RateLimit),
+			RetryAfterCap:  r.Retry.RetryAfterCap.D(),
+			AttemptTimeout: r.Retry.AttemptTimeout.D(),
+		},
+		Limits: upstream.Limits{Inflight: r.Limits.Inflight, Rate: r.Limits.Rate, Burst: r.Limits.Burst},
+	}, nil
+}
+
+// upstreamURL returns the route's parsed upstream. config.Parse fills
+// UpstreamURL, but a Config built in code (tests, embedders) leaves it nil,
+// and the engine would dereference it on the first request; parse it here
+// the way config does, with the trailing slash that keeps a joined path
+// from gluing two segments together.
+func upstreamURL(r *config.Route) (*url.URL, error) {
+	if r.UpstreamURL != nil {
+		return r.UpstreamURL, nil
+	}
+	u, err := url.Parse(r.Upstream)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("node: route %q: upstream %q is not an absolute URL", r.Name, r.Upstream)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
+		}
+	}
+	return u, nil
+}
+
+func policy(b config.Backoff) upstream.Policy {
+	return upstream.Policy{Base: b.Base.D(), Cap: b.Cap.D(), Jitter: b.Jitter}
+}
+
+func routeInfos(cfg *config.Config) []api.RouteInfo {
+	out := make([]api.RouteInfo, 0, len(cfg.Routes))
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		out = append(out, api.RouteInfo{Name: r.Name, Prefix: r.Prefix, TenantHeader: r.TenantHeader})
+	}
+	return out
+}
+
+func proxyRoutes(cfg *config.Config) ([]*proxy.Route, error) {
+	out := make([]*proxy.Route, 0, len(cfg.Routes))
+	for i := range cfg.Routes {
+		rt, err := proxyRoute(&cfg.Routes[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rt)
+	}
+	return out, nil
+}
