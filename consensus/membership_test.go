@@ -1,0 +1,135 @@
+package consensus
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestLeaderReconcilesMembership(t *testing.T) {
+	const deadAfter = time.Hour
+	long := time.Now().Add(-2 * deadAfter)
+	tests := []struct {
+		name        string
+		mark        func(p []Peer, targets []string) // edits the view of targets
+		targets     int                              // how many non-leader nodes are marked
+		wantVoters  int
+		wantRemoved int
+	}{
+		{"left is removed", setStatus(PeerLeft, time.Now()), 1, 3, 1},
+		{"dead longer than DeadAfter is removed", setStatus(PeerDead, long), 1, 3, 1},
+		{"dead shorter than DeadAfter is kept", setStatus(PeerDead, time.Now()), 1, 4, 0},
+		{"suspect is kept", setStatus(PeerSuspect, long), 1, 4, 0},
+		// 4 voters: the quorum cap (4-1)/2 and MinVoters=3 allow one removal.
+		{"two dead: only one removed", setStatus(PeerDead, long), 2, 3, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCluster(t, clusterOpts{inmemTransport: true, tune: func(cfg *Config) {
+				cfg.DeadAfter = deadAfter
+			}})
+			leader := c.formCluster("n1", "n2", "n3")
+			c.start("n4", "")
+			c.reconcileAll(c.peers())
+			waitFor(t, 5*time.Second, "n4 added as voter", func() bool { return len(voters(leader)) == 4 })
+			c.propose(leader, "m=1")
+			c.waitReplicated(leader) // n4 really replicates
+
+			view := c.peers()
+			var targets []string
+			for _, p := range slices.Backward(view) {
+				if p.ID != leader.id && len(targets) < tt.targets {
+					targets = append(targets, p.ID)
+				}
+			}
+			tt.mark(view, targets)
+			before := leader.node.Stats().ServersRemoved
+			leader.node.Reconcile(view)
+			waitFor(t, 5*time.Second, "voter count", func() bool { return len(voters(leader)) == tt.wantVoters })
+			c.waitReconciled(3) // nothing more happens on later passes
+			if got := len(voters(leader)); got != tt.wantVoters {
+				t.Fatalf("voters = %v, want %d", voters(leader), tt.wantVoters)
+			}
+			if got := leader.node.Stats().ServersRemoved - before; got != uint64(tt.wantRemoved) {
+				t.Fatalf("removed %d servers, want %d", got, tt.wantRemoved)
+			}
+			if !leader.node.IsLeader() || !slices.Contains(voters(leader), leader.id) {
+				t.Fatal("leader removed itself or lost leadership")
+			}
+		})
+	}
+}
+
+func setStatus(st PeerStatus, since time.Time) func([]Peer, []string) {
+	return func(peers []Peer, ids []string) {
+		for i := range peers {
+			if slices.Contains(ids, peers[i].ID) {
+				peers[i].Status, peers[i].Since = st, since
+			}
+		}
+	}
+}
+
+// A fresh node whose ID sorts first must not found a second cluster when
+// the members it sees already hold Raft state; the leader adds it instead.
+func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
+	c := newCluster(t, clusterOpts{inmemTransport: true})
+	leader := c.formCluster("n2", "n3", "n4")
+	c.propose(leader, "j=1")
+	fresh := c.start("n1", "")
+	c.reconcileAll(c.peers())
+	waitFor(t, 5*time.Second, "n1 added", func() bool { return len(voters(leader)) == 4 })
+	c.waitReplicated(leader)
+	if fresh.node.Stats().Bootstraps != 0 {
+		t.Fatal("fresh node bootstrapped a second cluster")
+	}
+	if got := fresh.sm.count("j"); got != 1 {
+		t.Fatalf("fresh node state j = %d, want 1", got)
+	}
+}
+
+func TestLeaveTransfersLeadership(t *testing.T) {
+	var mu sync.Mutex
+	events := map[string][]bool{} // node -> isLeader per OnLeaderChange call
+	c := newCluster(t, clusterOpts{inmemTransport: true, tune: func(cfg *Config) {
+		id := cfg.NodeID
+		cfg.OnLeaderChange = func(isLeader bool, _ string) {
+			mu.Lock()
+			events[id] = append(events[id], isLeader)
+			mu.Unlock()
+		}
+	}})
+	leader := c.formCluster("n1", "n2", "n3")
+	if err := leader.node.Leave(ctxTimeout(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if leader.node.IsLeader() {
+		t.Fatal("still leader after Leave")
+	}
+	view := c.peers()
+	for i := range view {
+		if view[i].ID == leader.id {
+			view[i].Status = PeerLeft
+		}
+	}
+	c.reconcileAll(view)
+	var next *testNode
+	waitFor(t, 5*time.Second, "new leader removes the leaver", func() bool {
+		for _, tn := range c.live() {
+			if tn != leader && tn.node.IsLeader() && len(voters(tn)) == 2 {
+				next = tn
+				return true
+			}
+		}
+		return false
+	})
+	c.stop(leader)
+	c.propose(next, "after=1")
+	mu.Lock()
+	defer mu.Unlock()
+	ev := events[leader.id]
+	if !slices.Contains(ev, true) || ev[len(ev)-1] {
+		t.Fatalf("OnLeaderChange events of the leaver = %v, want a true then ending false", ev)
+	}
+}

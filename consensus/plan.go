@@ -1,0 +1,179 @@
+package consensus
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// This file holds the pure decisions behind Reconcile, so they can be tested
+// and fuzzed without a cluster.
+
+// planBootstrap decides whether self bootstraps the cluster and with which
+// voters. It follows consul's bootstrap_expect: wait for expect alive peers
+// with raft addresses, never bootstrap when any alive peer already has Raft
+// state, and let exactly one node act — the smallest ID among the first
+// expect alive peers sorted by ID — so two nodes can never bootstrap two
+// different clusters from the same view.
+func planBootstrap(self string, peers []Peer, expect int) (raft.Configuration, bool) {
+	var alive []Peer
+	for _, p := range dedupePeers(peers) {
+		if p.Status != PeerAlive || p.RaftAddr == "" {
+			continue
+		}
+		if p.Bootstrapped && p.ID != self {
+			return raft.Configuration{}, false
+		}
+		alive = append(alive, p)
+	}
+	if expect < 1 || len(alive) < expect {
+		return raft.Configuration{}, false
+	}
+	// dedupePeers sorted by ID, so alive is sorted too.
+	chosen := alive[:expect]
+	if chosen[0].ID != self {
+		return raft.Configuration{}, false
+	}
+	servers := make([]raft.Server, 0, expect)
+	for _, p := range chosen {
+		servers = append(servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(p.ID),
+			Address:  raft.ServerAddress(p.RaftAddr),
+		})
+	}
+	return raft.Configuration{Servers: servers}, true
+}
+
+// dedupePeers drops peers without an ID, keeps the last entry per ID and
+// returns them sorted by ID.
+func dedupePeers(peers []Peer) []Peer {
+	byID := make(map[string]Peer, len(peers))
+	for _, p := range peers {
+		if p.ID != "" {
+			byID[p.ID] = p
+		}
+	}
+	out := make([]Peer, 0, len(byID))
+	for _, p := range byID {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+type changeKind int
+
+const (
+	changeAddVoter changeKind = iota + 1
+	changeRemove
+)
+
+// change is one configuration change the leader should make.
+type change struct {
+	kind   changeKind
+	id     string
+	addr   string
+	reason string
+}
+
+// memberView is the input of planMembership.
+type memberView struct {
+	self      string        // the leader's ID; never removed
+	servers   []raft.Server // current (latest) Raft configuration
+	peers     []Peer        // gossip view
+	now       time.Time
+	deadAfter time.Duration
+	minVoters int // dead peers are not removed below this many voters
+}
+
+// planMembership lists the changes that bring the configuration in line
+// with gossip: additions first (they only add capacity), then removals.
+func planMembership(v memberView) []change {
+	peers := dedupePeers(v.peers)
+	return append(planAdds(v, peers), planRemovals(v, peers)...)
+}
+
+// planAdds adds alive peers that are missing, not voters, or configured at
+// a different address (AddVoter on an existing ID rewrites its address).
+func planAdds(v memberView, peers []Peer) []change {
+	inConfig := make(map[string]raft.Server, len(v.servers))
+	for _, s := range v.servers {
+		inConfig[string(s.ID)] = s
+	}
+	var out []change
+	for _, p := range peers {
+		if p.Status != PeerAlive || p.RaftAddr == "" || p.ID == v.self {
+			continue
+		}
+		s, ok := inConfig[p.ID]
+		switch {
+		case !ok:
+			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "new alive member"})
+		case s.Suffrage != raft.Voter:
+			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "promote to voter"})
+		case string(s.Address) != p.RaftAddr:
+			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "address changed"})
+		}
+	}
+	return out
+}
+
+// planRemovals removes left peers, then peers dead longer than deadAfter
+// (longest dead first). Like autopilot it never removes the leader and caps
+// voter removals per pass at (voters-1)/2, so the voters that remain are a
+// quorum of the current configuration and can commit each change; dead
+// peers are also kept once voters would drop below minVoters, so a
+// designed-for-N cluster keeps its size until the dead node is replaced.
+func planRemovals(v memberView, peers []Peer) []change {
+	suffrage := make(map[string]raft.ServerSuffrage, len(v.servers))
+	voters := 0
+	for _, s := range v.servers {
+		suffrage[string(s.ID)] = s.Suffrage
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	left, dead := removalCandidates(v, peers, suffrage)
+	budget := (voters - 1) / 2
+	var out []change
+	take := func(p Peer, reason string, floor int) {
+		if suffrage[p.ID] != raft.Voter {
+			out = append(out, change{changeRemove, p.ID, p.RaftAddr, reason})
+			return
+		}
+		if budget <= 0 || voters-1 < floor {
+			return
+		}
+		budget--
+		voters--
+		out = append(out, change{changeRemove, p.ID, p.RaftAddr, reason})
+	}
+	for _, p := range left {
+		take(p, "left gracefully", 1)
+	}
+	for _, p := range dead {
+		take(p, "dead longer than DeadAfter", max(v.minVoters, 1))
+	}
+	return out
+}
+
+// removalCandidates returns configured, non-leader peers that left, and
+// those dead longer than deadAfter sorted longest-dead first.
+func removalCandidates(v memberView, peers []Peer, suffrage map[string]raft.ServerSuffrage) (left, dead []Peer) {
+	for _, p := range peers {
+		if _, ok := suffrage[p.ID]; !ok || p.ID == v.self {
+			continue
+		}
+		switch {
+		case p.Status == PeerLeft:
+			left = append(left, p)
+		case p.Status == PeerDead && v.now.Sub(p.Since) > v.deadAfter:
+			dead = append(dead, p)
+		}
+	}
+	slices.SortStableFunc(dead, func(a, b Peer) int { return a.Since.Compare(b.Since) })
+	return left, dead
+}

@@ -1,0 +1,243 @@
+package consensus
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func alive(ids ...string) []Peer {
+	var out []Peer
+	for _, id := range ids {
+		out = append(out, Peer{ID: id, RaftAddr: id + ":7000", Status: PeerAlive})
+	}
+	return out
+}
+
+func TestPlanBootstrap(t *testing.T) {
+	withState := alive("a", "b", "c")
+	withState[2].Bootstrapped = true
+	noAddr := alive("a", "b", "c")
+	noAddr[1].RaftAddr = ""
+	dead := alive("a", "b", "c")
+	dead[0].Status = PeerDead
+	tests := []struct {
+		name   string
+		self   string
+		peers  []Peer
+		expect int
+		want   []string // voters; nil = no bootstrap
+	}{
+		{"smallest of expected bootstraps", "a", alive("c", "a", "b"), 3, []string{"a", "b", "c"}},
+		{"others wait", "b", alive("a", "b", "c"), 3, nil},
+		{"too few", "a", alive("a", "b"), 3, nil},
+		{"only the first expect become voters", "a", alive("a", "b", "c", "d"), 3, []string{"a", "b", "c"}},
+		{"self outside the first expect", "d", alive("a", "b", "c", "d"), 3, nil},
+		{"single node", "a", alive("a"), 1, []string{"a"}},
+		{"peer with state disables bootstrap", "a", withState, 3, nil},
+		{"peer without raft addr does not count", "a", noAddr, 3, nil},
+		{"dead smallest: next alive leads", "b", append(dead, alive("d")...), 3, []string{"b", "c", "d"}},
+		{"duplicates count once", "a", append(alive("a", "b"), alive("b")...), 3, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf, ok := planBootstrap(tt.self, tt.peers, tt.expect)
+			if ok != (tt.want != nil) {
+				t.Fatalf("bootstrap = %v, want %v", ok, tt.want != nil)
+			}
+			if got := serverIDs(conf.Servers); ok && !slices.Equal(got, tt.want) {
+				t.Fatalf("voters = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func config(ids ...string) []raft.Server {
+	var out []raft.Server
+	for _, id := range ids {
+		out = append(out, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id), Address: raft.ServerAddress(id + ":7000")})
+	}
+	return out
+}
+
+func TestPlanMembership(t *testing.T) {
+	now := time.Now()
+	long, recent := now.Add(-time.Hour), now.Add(-time.Second)
+	with := func(peers []Peer, id string, st PeerStatus, since time.Time) []Peer {
+		peers = slices.Clone(peers)
+		for i := range peers {
+			if peers[i].ID == id {
+				peers[i].Status, peers[i].Since = st, since
+			}
+		}
+		return peers
+	}
+	moved := alive("a", "b", "c")
+	moved[2].RaftAddr = "c:7001"
+	tests := []struct {
+		name      string
+		servers   []raft.Server
+		peers     []Peer
+		minVoters int
+		want      []string // "+id" add, "-id" remove
+	}{
+		{"steady", config("a", "b", "c"), alive("a", "b", "c"), 3, nil},
+		{"new alive added", config("a", "b", "c"), alive("a", "b", "c", "d"), 3, []string{"+d"}},
+		{"address change re-added", config("a", "b", "c"), moved, 3, []string{"+c"}},
+		{"left removed", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerLeft, now), 3, []string{"-d"}},
+		{"left removed below MinVoters", config("a", "b", "c"), with(alive("a", "b", "c"), "c", PeerLeft, now), 3, []string{"-c"}},
+		{"dead long removed", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, long), 3, []string{"-d"}},
+		{"dead recently kept", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, recent), 3, nil},
+		{"dead kept at MinVoters", config("a", "b", "c"), with(alive("a", "b", "c"), "c", PeerDead, long), 3, nil},
+		{"self never removed", config("a", "b", "c"), with(alive("a", "b", "c"), "a", PeerLeft, now), 1, nil},
+		{"quorum cap: 2 of 5 dead both go", config("a", "b", "c", "d", "e"),
+			with(with(alive("a", "b", "c", "d", "e"), "d", PeerDead, long), "e", PeerDead, long), 1, []string{"-d", "-e"}},
+		{"quorum cap: 3 of 5 dead, only 2 go", config("a", "b", "c", "d", "e"),
+			with(with(with(alive("a", "b", "c", "d", "e"), "c", PeerDead, long.Add(-time.Hour)), "d", PeerDead, long), "e", PeerDead, long), 1,
+			[]string{"-c", "-d"}},
+		{"unknown peer not removed", config("a", "b", "c"), with(alive("a", "b", "c", "z"), "z", PeerLeft, now), 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := describe(planMembership(memberView{self: "a", servers: tt.servers, peers: tt.peers,
+				now: now, deadAfter: time.Minute, minVoters: tt.minVoters}))
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("plan = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func describe(changes []change) []string {
+	var out []string
+	for _, c := range changes {
+		op := "+"
+		if c.kind == changeRemove {
+			op = "-"
+		}
+		out = append(out, op+c.id)
+	}
+	return out
+}
+
+// decodeView turns fuzz bytes into a configuration and a gossip view over
+// nodes n0..n7: per node one byte (bit0 in config, bit1 voter, bits2-3
+// status, bit4 long dead, bit5 has raft addr).
+func decodeView(data []byte) ([]raft.Server, []Peer, int) {
+	now := time.Unix(1_000_000, 0)
+	var servers []raft.Server
+	var peers []Peer
+	minVoters := 1
+	if len(data) > 0 {
+		minVoters = int(data[0]%5) + 1
+		data = data[1:]
+	}
+	for i, b := range data[:min(len(data), 8)] {
+		id := fmt.Sprintf("n%d", i)
+		if b&1 != 0 {
+			suff := raft.Nonvoter
+			if b&2 != 0 {
+				suff = raft.Voter
+			}
+			servers = append(servers, raft.Server{Suffrage: suff, ID: raft.ServerID(id), Address: raft.ServerAddress(id)})
+		}
+		p := Peer{ID: id, Status: PeerStatus(b >> 2 & 3), Since: now}
+		if b&16 != 0 {
+			p.Since = now.Add(-time.Hour)
+		}
+		if b&32 != 0 {
+			p.RaftAddr = id
+		}
+		peers = append(peers, p)
+	}
+	return servers, peers, minVoters
+}
+
+func FuzzPlanMembership(f *testing.F) {
+	f.Add([]byte{3, 3, 3, 3, 3 | 12 | 16 | 32})
+	f.Add([]byte{1, 3, 3 | 8 | 32, 3 | 12 | 16 | 32, 3 | 12 | 16, 3 | 12 | 16, 32})
+	f.Add(binary.BigEndian.AppendUint64([]byte{2}, 0xffeeddccbbaa9988))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		servers, peers, minVoters := decodeView(data)
+		if len(servers) == 0 {
+			return
+		}
+		self := string(servers[0].ID) // the leader is in its own configuration
+		plan := planMembership(memberView{self: self, servers: servers, peers: peers,
+			now: time.Unix(1_000_000, 0), deadAfter: time.Minute, minVoters: minVoters})
+		checkPlan(t, self, servers, peers, minVoters, plan)
+	})
+}
+
+// checkPlan asserts the invariants of planMembership.
+func checkPlan(t *testing.T, self string, servers []raft.Server, peers []Peer, minVoters int, plan []change) {
+	t.Helper()
+	voters, suff := 0, map[string]raft.ServerSuffrage{}
+	for _, s := range servers {
+		suff[string(s.ID)] = s.Suffrage
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	status := map[string]PeerStatus{}
+	for _, p := range peers {
+		status[p.ID] = p.Status
+	}
+	removedVoters, removedDead := 0, 0
+	for _, c := range plan {
+		if c.id == self {
+			t.Fatalf("plan touches the leader: %+v", c)
+		}
+		switch c.kind {
+		case changeAddVoter:
+			if status[c.id] != PeerAlive || c.addr == "" {
+				t.Fatalf("adds a non-alive peer: %+v", c)
+			}
+		case changeRemove:
+			s, ok := suff[c.id]
+			if !ok {
+				t.Fatalf("removes a server not in the configuration: %+v", c)
+			}
+			if s == raft.Voter {
+				removedVoters++
+				if status[c.id] == PeerDead {
+					removedDead++
+				}
+			}
+		}
+	}
+	if removedVoters > (voters-1)/2 {
+		t.Fatalf("removes %d of %d voters: quorum lost", removedVoters, voters)
+	}
+	if removedDead > 0 && voters-removedVoters < minVoters {
+		t.Fatalf("dead removals leave %d voters, MinVoters %d", voters-removedVoters, minVoters)
+	}
+}
+
+// FuzzPlanBootstrap checks that, for any view shared by all nodes, at most
+// one node decides to bootstrap, with exactly expect alive voters.
+func FuzzPlanBootstrap(f *testing.F) {
+	f.Add([]byte{3, 32, 32, 32})
+	f.Add([]byte{2, 32, 0, 32 | 4, 32})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, peers, expect := decodeView(data)
+		deciders := 0
+		for _, p := range peers {
+			conf, ok := planBootstrap(p.ID, peers, expect)
+			if !ok {
+				continue
+			}
+			deciders++
+			if len(conf.Servers) != expect || string(conf.Servers[0].ID) != p.ID {
+				t.Fatalf("%s bootstraps with %v (expect %d)", p.ID, conf.Servers, expect)
+			}
+		}
+		if deciders > 1 {
+			t.Fatalf("%d nodes would bootstrap", deciders)
+		}
+	})
+}

@@ -1,0 +1,238 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+const (
+	// proposeAttempts bounds how often Propose re-targets a proposal that
+	// was refused with ErrNotLeader during a leader change.
+	proposeAttempts = 3
+	// pollInterval is how often the Wait* helpers re-check raft.
+	pollInterval = 5 * time.Millisecond
+)
+
+// Propose replicates data and returns the StateMachine's result. On the
+// leader it is ApplyLocal; on a follower it goes to the leader through
+// Config.Forward (nil Forward: ErrNotLeader). With no leader it waits briefly
+// (a few election timeouts, within ctx) and then returns ErrNoLeader. A
+// proposal refused with ErrNotLeader was not applied, so it is retried
+// against the new leader; ErrTimeout means the outcome is unknown and is
+// never retried here.
+func (n *Node) Propose(ctx context.Context, data []byte) ([]byte, error) {
+	n.stats.proposals.Add(1)
+	var err error
+	for attempt := range proposeAttempts {
+		if attempt > 0 && !n.pause(ctx, n.cfg.Timings.HeartbeatTimeout) {
+			break
+		}
+		var out []byte
+		out, err = n.proposeOnce(ctx, data)
+		if !errors.Is(err, ErrNotLeader) || n.cfg.Forward == nil {
+			return out, err
+		}
+	}
+	return nil, err
+}
+
+func (n *Node) proposeOnce(ctx context.Context, data []byte) ([]byte, error) {
+	r, err := n.running()
+	if err != nil {
+		return nil, err
+	}
+	if r.State() == raft.Leader {
+		return n.ApplyLocal(ctx, data)
+	}
+	id, addr, err := n.awaitLeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if id == n.cfg.NodeID {
+		return n.ApplyLocal(ctx, data)
+	}
+	if n.cfg.Forward == nil {
+		return nil, fmt.Errorf("%w: leader is %s and no Forward is configured", ErrNotLeader, id)
+	}
+	n.stats.forwarded.Add(1)
+	out, err := n.cfg.Forward(ctx, id, addr, data)
+	if err != nil {
+		return nil, fmt.Errorf("consensus: forward to leader %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ApplyLocal applies data through this node's raft, which must be the
+// leader, and returns the StateMachine's result once the ApplyFuture has
+// returned (committed and applied here). It is what the leader runs for a
+// forwarded proposal. Errors: ErrNotLeader (not applied), ErrApply (the
+// StateMachine rejected it), ErrTimeout (ctx expired or leadership was lost
+// mid-commit: outcome unknown), ErrClosed.
+func (n *Node) ApplyLocal(ctx context.Context, data []byte) ([]byte, error) {
+	r, err := n.running()
+	if err != nil {
+		return nil, err
+	}
+	if r.State() != raft.Leader {
+		_, id := r.LeaderWithID()
+		return nil, fmt.Errorf("%w (leader %q)", ErrNotLeader, id)
+	}
+	f := r.Apply(data, enqueueTimeout(ctx, n.cfg.ConfigChangeTimeout))
+	if err := n.await(ctx, f); err != nil {
+		return nil, err
+	}
+	n.requestNudge()
+	res, ok := f.Response().(applyResult)
+	if !ok {
+		return nil, fmt.Errorf("consensus: unexpected apply response %T", f.Response())
+	}
+	return res.data, res.err
+}
+
+// enqueueTimeout is how long raft may take to accept the entry: what is
+// left of ctx, or fallback without a deadline.
+func enqueueTimeout(ctx context.Context, fallback time.Duration) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Until(d), time.Millisecond)
+	}
+	return fallback
+}
+
+// await waits for a raft future or ctx. Returning on ctx does not cancel the
+// entry (raft futures cannot be cancelled): the waiter goroutine finishes
+// when raft resolves it, at the latest on Shutdown.
+func (n *Node) await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	if !n.goTracked(func() { done <- f.Error() }) {
+		return ErrClosed
+	}
+	select {
+	case err := <-done:
+		return mapRaftError(err)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: outcome unknown: %w", ErrTimeout, ctx.Err())
+	}
+}
+
+// mapRaftError translates raft's errors into this package's sentinels,
+// keeping the raft error wrapped for logs.
+func mapRaftError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipLost):
+		return fmt.Errorf("%w: outcome unknown: %w", ErrTimeout, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	return fmt.Errorf("consensus: raft: %w", err)
+}
+
+// awaitLeader returns the known leader, waiting a few election timeouts
+// (bounded by ctx) for one to emerge.
+func (n *Node) awaitLeader(ctx context.Context) (id, addr string, err error) {
+	wait := 3 * (n.cfg.Timings.HeartbeatTimeout + n.cfg.Timings.ElectionTimeout)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := n.WaitForLeader(wctx); err != nil {
+		return "", "", err
+	}
+	id, addr = n.Leader()
+	return id, addr, nil
+}
+
+// pause waits d or until ctx ends; it reports whether ctx is still live.
+func (n *Node) pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// WaitForLeader blocks until a leader is known or ctx ends (ErrNoLeader).
+func (n *Node) WaitForLeader(ctx context.Context) error {
+	return n.poll(ctx, ErrNoLeader, func(r *raft.Raft) bool {
+		_, id := r.LeaderWithID()
+		return id != ""
+	})
+}
+
+// WaitForApplied blocks until this node's FSM has applied index or ctx ends
+// (ErrTimeout).
+func (n *Node) WaitForApplied(ctx context.Context, index uint64) error {
+	return n.poll(ctx, ErrTimeout, func(r *raft.Raft) bool {
+		return r.AppliedIndex() >= index
+	})
+}
+
+func (n *Node) poll(ctx context.Context, onCtx error, cond func(*raft.Raft) bool) error {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		r, err := n.running()
+		if err != nil {
+			return err
+		}
+		if cond(r) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", onCtx, ctx.Err())
+		case <-n.ctx.Done():
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+// Leave prepares a graceful exit. On the leader it hands leadership to
+// another voter (so the cluster does not wait an election timeout); the new
+// leader then removes this node when gossip reports it PeerLeft. If no
+// transfer is possible while other voters exist, the leader removes itself
+// from the configuration instead, which also makes it step down. A follower
+// does nothing: the leader removes it on PeerLeft.
+func (n *Node) Leave(ctx context.Context) error {
+	r, err := n.running()
+	if err != nil {
+		return err
+	}
+	if r.State() != raft.Leader || len(n.State().Voters) < 2 {
+		return nil
+	}
+	err = n.await(ctx, r.LeadershipTransfer())
+	if err == nil {
+		n.log.Info("leadership transferred for leave")
+		return nil
+	}
+	n.log.Warn("leadership transfer failed; removing self", "err", err)
+	self := raft.ServerID(n.cfg.NodeID)
+	if err := n.await(ctx, r.RemoveServer(self, 0, enqueueTimeout(ctx, n.cfg.ConfigChangeTimeout))); err != nil {
+		return fmt.Errorf("consensus: leave: %w", err)
+	}
+	return nil
+}
+
+// Snapshot takes a user snapshot now and compacts the log.
+func (n *Node) Snapshot() error {
+	r, err := n.running()
+	if err != nil {
+		return err
+	}
+	if err := r.Snapshot().Error(); err != nil {
+		return fmt.Errorf("consensus: snapshot: %w", err)
+	}
+	return nil
+}
