@@ -1,0 +1,152 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// ErrUnreachable wraps every failure to get an answer from a peer (dial,
+// timeout, refused auth, garbage reply): the caller falls back.
+var ErrUnreachable = errors.New("peer: unreachable")
+
+// Token derives the peer auth token from the cluster secret, so the secret
+// itself never crosses the wire. An empty secret gives an empty token:
+// auth is off, which cmd/node warns about.
+func Token(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("levee-peer-auth-v1"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Authorized reports whether r carries the cluster's token.
+func Authorized(r *http.Request, token string) bool {
+	if token == "" {
+		return true
+	}
+	got := r.Header.Get(HeaderAuth)
+	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Self is this node's name, sent in every call. Required.
+	Self string
+	// Secret is cluster.secret. Default "": no auth.
+	Secret string
+	// Timeout bounds one call. Default 25s (cluster.forward_timeout).
+	Timeout time.Duration
+	// Transport carries the calls. Default: a keep-alive pool tuned for a
+	// few peers.
+	Transport http.RoundTripper
+}
+
+// Client makes peer calls over a pooled keep-alive transport.
+type Client struct {
+	cfg   ClientConfig
+	token string
+	hc    *http.Client
+}
+
+// NewClient builds a Client; it does no I/O.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 25 * time.Second
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 128,
+			IdleConnTimeout:     90 * time.Second,
+		}
+	}
+	return &Client{cfg: cfg, token: Token(cfg.Secret), hc: &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout}}
+}
+
+// Close drops idle connections.
+func (c *Client) Close() {
+	if t, ok := c.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
+
+// Forward asks the node at addr to serve req. A *RemoteError is the owner's
+// real answer; any error wrapping ErrUnreachable means "serve it yourself".
+func (c *Client) Forward(ctx context.Context, addr string, req *ForwardRequest) (*ForwardResponse, error) {
+	req.V, req.From = Version, c.cfg.Self
+	var resp ForwardResponse
+	if err := c.call(ctx, addr, PathForward, req, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Err != nil {
+		return &resp, resp.Err
+	}
+	return &resp, nil
+}
+
+// Replicate pushes one entry to the node at addr.
+func (c *Client) Replicate(ctx context.Context, addr string, e *Entry) error {
+	e.V, e.From = Version, c.cfg.Self
+	return c.call(ctx, addr, PathReplicate, e, nil)
+}
+
+// RaftApply hands an encoded command to the leader at addr and returns the
+// leader's result bytes.
+func (c *Client) RaftApply(ctx context.Context, addr string, data []byte) ([]byte, error) {
+	var res RaftApplyResult
+	if err := c.call(ctx, addr, PathRaftApply, &RaftApply{V: Version, From: c.cfg.Self, Data: data}, &res); err != nil {
+		return nil, err
+	}
+	if res.Err != "" {
+		return nil, errors.New(res.Err)
+	}
+	return res.Data, nil
+}
+
+func (c *Client) call(ctx context.Context, addr, path string, in any, out versioned) error {
+	body, err := Encode(in)
+	if err != nil {
+		return fmt.Errorf("peer: encode: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	hreq.Header.Set("Content-Type", ContentType)
+	hreq.Header.Set(HeaderFrom, c.cfg.Self)
+	if c.token != "" {
+		hreq.Header.Set(HeaderAuth, c.token)
+	}
+	hresp, err := c.hc.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
+	}
+	defer hresp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(hresp.Body, MaxMessage+1))
+	if err != nil {
+		return fmt.Errorf("%w: %s: reading reply: %v", ErrUnreachable, addr, err)
+	}
+	if hresp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: %s answered %s", ErrUnreachable, addr, hresp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := Decode(b, out); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Version is the wire version every message carries.
+const Version = 1
+
+// ContentType of every peer message.
+const ContentType = "application/x-msgpack"
+
+// Paths of the peer endpoints, on each node's HTTP port.
+const (
+	PathForward   = "/-/internal/forward"
+	PathReplicate = "/-/internal/replicate"
+	PathRaftApply = "/-/internal/raft/apply"
+)
+
+// Headers of peer calls.
+const (
+	HeaderAuth = "X-Levee-Auth"
+	HeaderFrom = "X-Levee-From"
+)
+
+// MaxMessage bounds a peer message in bytes (bodies are capped by route
+// max_body and the upstream's 10 MiB default well below this).
+const MaxMessage = 64 << 20
+
+// ErrBadMessage wraps every decoding failure of peer bytes.
+var ErrBadMessage = errors.New("peer: bad message")
+
+// ForwardRequest is a client request handed to the key's owner.
+type ForwardRequest struct {
+	V        uint8               `msgpack:"v"`
+	From     string              `msgpack:"from"`
+	Route    string              `msgpack:"route"`
+	Method   string              `msgpack:"method"`
+	Path     string              `msgpack:"path"`
+	RawQuery string              `msgpack:"query"`
+	Header   map[string][]string `msgpack:"header"`
+	Body     []byte              `msgpack:"body"`
+}
+
+// ForwardResponse is the owner's answer: a response, or the error the owner
+// would have answered with (Err), which the receiving node relays as is.
+type ForwardResponse struct {
+	V        uint8               `msgpack:"v"`
+	Owner    string              `msgpack:"owner"`
+	Status   int                 `msgpack:"status"`
+	Header   map[string][]string `msgpack:"header"`
+	Body     []byte              `msgpack:"body"`
+	Result   string              `msgpack:"result"`
+	Age      int64               `msgpack:"age"`   // ns
+	FreshFor int64               `msgpack:"fresh"` // ns of freshness left, for near caching
+	Detail   string              `msgpack:"detail"`
+	Attempts int                 `msgpack:"attempts"`
+	Err      *RemoteError        `msgpack:"err"`
+}
+
+// RemoteError is an error answer from the owner (breaker open, budget
+// spent, …): a real answer to relay, not a reason to fall back.
+type RemoteError struct {
+	Status     int    `msgpack:"status"`
+	Title      string `msgpack:"title"`
+	Detail     string `msgpack:"detail"`
+	RetryAfter int64  `msgpack:"retry_after"` // ns
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("owner answered %d %s: %s", e.Status, e.Title, e.Detail)
+}
+
+// RetryAfterDuration is the owner's Retry-After.
+func (e *RemoteError) RetryAfterDuration() time.Duration { return time.Duration(e.RetryAfter) }
+
+// Entry is one cache entry pushed to a replica. Key is the owner's cache
+// key; RoutingKey decides replica placement.
+type Entry struct {
+	V          uint8               `msgpack:"v"`
+	From       string              `msgpack:"from"`
+	RoutingKey string              `msgpack:"rkey"`
+	Key        string              `msgpack:"key"`
+	Status     int                 `msgpack:"status"`
+	Header     map[string][]string `msgpack:"header"`
+	Body       []byte              `msgpack:"body"`
+	StoredAt   int64               `msgpack:"stored"` // unix ns
+	FreshUntil int64               `msgpack:"fresh"`
+	StaleUntil int64               `msgpack:"stale"`
+	ErrorUntil int64               `msgpack:"error"`
+}
+
+// RaftApply carries one encoded breaker command to the leader.
+type RaftApply struct {
+	V    uint8  `msgpack:"v"`
+	From string `msgpack:"from"`
+	Data []byte `msgpack:"data"`
+}
+
+// RaftApplyResult is the leader's answer to RaftApply.
+type RaftApplyResult struct {
+	V    uint8  `msgpack:"v"`
+	Data []byte `msgpack:"data"`
+	Err  string `msgpack:"err"`
+}
+
+// versioned is implemented by every message, so Decode can check V.
+type versioned interface{ version() uint8 }
+
+func (m *ForwardRequest) version() uint8  { return m.V }
+func (m *ForwardResponse) version() uint8 { return m.V }
+func (m *Entry) version() uint8           { return m.V }
+func (m *RaftApply) version() uint8       { return m.V }
+func (m *RaftApplyResult) version() uint8 { return m.V }
+
+// Encode marshals a message.
+func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
+
+// Decode unmarshals b into a message, rejecting oversize input, trailing
+// bytes, unknown versions and structurally impossible values. It never
+// panics on any input (see FuzzDecode).
+func Decode(b []byte, v versioned) (err error) {
+	if len(b) > MaxMessage {
+		return fmt.Errorf("%w: %d bytes > %d", ErrBadMessage, len(b), MaxMessage)
+	}
+	defer func() {
+		if r := recover(); r != nil { // a decoder bug must not take the node down
+			err = fmt.Errorf("%w: decoder panic: %v", ErrBadMessage, r)
+		}
+	}()
+	rd := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(rd)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadMessage, err)
+	}
+	if rd.Len() != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrBadMessage, rd.Len())
+	}
+	if v.version() != Version {
+		return fmt.Errorf("%w: version %d, want %d", ErrBadMessage, v.version(), Version)
+	}
+	return validate(v)
+}
+
+func validate(v versioned) error {
+	switch m := v.(type) {
+	case *ForwardRequest:
+		if m.Route == "" || m.Method == "" {
+			return fmt.Errorf("%w: forward without route or method", ErrBadMessage)
+		}
+	case *ForwardResponse:
+		if m.Err == nil && (m.Status < 100 || m.Status > 999) {
+			return fmt.Errorf("%w: status %d", ErrBadMessage, m.Status)
+		}
+		if m.Err != nil && (m.Err.Status < 100 || m.Err.Status > 999) {
+			return fmt.Errorf("%w: error status %d", ErrBadMessage, m.Err.Status)
+		}
+	case *Entry:
+		if m.Key == "" || m.Status < 100 && m.Status != 0 || m.Status > 999 || m.StoredAt <= 0 {
+			return fmt.Errorf("%w: entry key %q status %d", ErrBadMessage, m.Key, m.Status)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package peer
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestRoundTrip(t *testing.T) {
+	cases := []struct {
+		name string
+		in   versioned
+		out  versioned
+	}{
+		{"forward request", &ForwardRequest{V: 1, Route: "r", Method: "GET", Path: "a/b", Header: map[string][]string{"X": {"1", "2"}}, Body: []byte("x")}, &ForwardRequest{}},
+		{"forward response", &ForwardResponse{V: 1, Owner: "n2", Status: 200, Body: []byte("ok"), Result: "HIT", Age: 5}, &ForwardResponse{}},
+		{"remote error", &ForwardResponse{V: 1, Err: &RemoteError{Status: 503, Title: "open", RetryAfter: 7}}, &ForwardResponse{}},
+		{"entry", &Entry{V: 1, Key: "k", RoutingKey: "rk", Status: 200, StoredAt: 1, FreshUntil: 2}, &Entry{}},
+		{"raft apply", &RaftApply{V: 1, Data: []byte{1, 2}}, &RaftApply{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := Encode(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Decode(b, tc.out); err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+			b2, _ := Encode(tc.out)
+			if !bytes.Equal(b, b2) {
+				t.Fatal("round trip changed the message")
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := Encode(&ForwardRequest{V: 1, Route: "r", Method: "GET"})
+	wrongVersion, _ := Encode(&ForwardRequest{V: 2, Route: "r", Method: "GET"})
+	noRoute, _ := Encode(&ForwardRequest{V: 1, Method: "GET"})
+	badStatus, _ := Encode(&ForwardResponse{V: 1, Status: 42})
+	// An array header claiming 2^32-1 elements in a few bytes must not
+	// allocate them.
+	var huge bytes.Buffer
+	enc := msgpack.NewEncoder(&huge)
+	enc.EncodeMapLen(1)
+	enc.EncodeString("header")
+	enc.EncodeMapLen(1)
+	enc.EncodeString("X")
+	enc.EncodeArrayLen(math.MaxUint32)
+	cases := map[string][]byte{
+		"empty":         nil,
+		"garbage":       []byte{0xc1, 0xff, 0x00},
+		"trailing":      append(append([]byte{}, good...), 0x01),
+		"wrong version": wrongVersion,
+		"no route":      noRoute,
+		"bad status":    badStatus,
+		"huge array":    huge.Bytes(),
+		"not a map":     {0x93, 0x01, 0x02, 0x03},
+	}
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			var m ForwardRequest
+			var r ForwardResponse
+			errReq, errResp := Decode(b, &m), Decode(b, &r)
+			if name == "bad status" {
+				errReq = errResp
+			}
+			if !errors.Is(errReq, ErrBadMessage) {
+				t.Fatalf("Decode = %v, want ErrBadMessage", errReq)
+			}
+		})
+	}
+}
+
+func TestAuth(t *testing.T) {
+	tok := Token("a long cluster secret")
+	if tok == "" || tok == Token("another secret!!") || tok != Token("a long cluster secret") {
+		t.Fatal("Token must be deterministic and secret-dependent")
+	}
+	r := httptest.NewRequest(http.MethodPost, PathForward, nil)
+	if Authorized(r, tok) {
+		t.Fatal("request without token authorized")
+	}
+	r.Header.Set(HeaderAuth, Token("wrong secret......"))
+	if Authorized(r, tok) {
+		t.Fatal("wrong token authorized")
+	}
+	r.Header.Set(HeaderAuth, tok)
+	if !Authorized(r, tok) {
+		t.Fatal("right token refused")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, m := range []any{
+		&ForwardRequest{V: 1, Route: "r", Method: "GET", Header: map[string][]string{"A": {"b"}}},
+		&ForwardResponse{V: 1, Status: 200, Body: []byte("x"), Err: &RemoteError{Status: 503}},
+		&Entry{V: 1, Key: "k", Status: 200, StoredAt: 1},
+		&RaftApply{V: 1, Data: []byte("d")},
+	} {
+		b, _ := Encode(m)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}} {
+			if err := Decode(b, m); err != nil && !errors.Is(err, ErrBadMessage) {
+				t.Fatalf("error %v does not wrap ErrBadMessage", err)
+			}
+		}
+	})
+}
