@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/proxy"
 )
 
 func (s *Server) adminMux() *http.ServeMux {
@@ -19,6 +21,7 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux.HandleFunc("GET /-/breakers", s.breakers)
 	mux.HandleFunc("POST /-/breakers/{route}/{action}", s.forceBreaker)
 	mux.HandleFunc("GET /-/cluster", s.cluster)
+	mux.HandleFunc("GET /-/cluster/owner", s.owner)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
@@ -161,4 +164,45 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.cfg.Status())
+}
+
+// Placement is optionally implemented by Peers: the owner and replicas of a
+// routing key, in succession order.
+type Placement interface {
+	Placement(key string) []string
+}
+
+// owner handles GET /-/cluster/owner?path=/comments/stories/1?a=1&tenant=T:
+// which node owns that request's key, and which nodes hold its replicas.
+func (s *Server) owner(w http.ResponseWriter, r *http.Request) {
+	target := r.URL.Query().Get("path")
+	u, err := url.Parse(target)
+	if err != nil || !strings.HasPrefix(target, "/") {
+		problem(w, r, fmt.Errorf("%w: path must be an absolute path, got %q", ErrBadPath, target))
+		return
+	}
+	rt, ok := s.match(u.EscapedPath())
+	if !ok {
+		problem(w, r, fmt.Errorf("%w: %s", ErrNoRoute, u.Path))
+		return
+	}
+	h := http.Header{}
+	if rt.TenantHeader != "" && r.URL.Query().Has("tenant") {
+		h.Set(rt.TenantHeader, r.URL.Query().Get("tenant"))
+	}
+	req := &proxy.Request{Route: rt.Name, Method: http.MethodGet, Path: strings.TrimPrefix(u.EscapedPath(), rt.Prefix), RawQuery: u.RawQuery, Header: h}
+	key, err := s.cfg.Engine.RoutingKey(req)
+	if err != nil {
+		problem(w, r, err)
+		return
+	}
+	out := map[string]any{"route": rt.Name, "owner": s.cfg.Node, "replicas": []string{}}
+	if s.cfg.Peers != nil {
+		owner, _ := s.cfg.Peers.Owner(key)
+		out["owner"] = owner
+		if p, ok := s.cfg.Peers.(Placement); ok {
+			out["replicas"] = p.Placement(key)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

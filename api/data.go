@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 )
 
@@ -150,11 +151,14 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, s.cfg.Node, err
 	}
-	resp, err := s.cfg.Peers.Forward(ctx, owner, req)
-	if err == nil {
+	resp, err := s.cfg.Peers.Forward(ctx, owner, key, req)
+	var remote *peer.RemoteError
+	switch {
+	case err == nil:
 		return resp, owner, nil
-	}
-	if ctx.Err() != nil {
+	case errors.As(err, &remote): // the owner's real answer (breaker open, …): relay it
+		return nil, owner, err
+	case ctx.Err() != nil:
 		return nil, owner, ctx.Err()
 	}
 	s.cfg.Logger.Warn("forward failed; serving locally", "owner", owner, "route", req.Route, "err", err)
@@ -176,7 +180,11 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 		h[k] = v
 	}
 	h.Set("X-Cache", string(resp.Result))
-	h.Set("Cache-Status", cacheStatus(s.cfg.Node, resp))
+	cacheName := s.cfg.Node
+	if owner != "" {
+		cacheName = owner
+	}
+	h.Set("Cache-Status", cacheStatus(cacheName, resp))
 	if servedFromCache(resp.Result) {
 		h.Set("Age", strconv.FormatInt(int64(resp.Age/time.Second), 10))
 	}

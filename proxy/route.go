@@ -60,6 +60,7 @@ type Response struct {
 	Age      time.Duration // time since the entry was stored; only for cached answers
 	Detail   string        // Cache-Status detail, e.g. "stale-if-error"
 	Stored   bool          // the answer was (re)stored in the cache
+	FreshFor time.Duration // how much longer the cached answer stays fresh; 0 if stale or not cached
 	Attempts int           // upstream attempts this request's fetch made (0 = none)
 }
 
@@ -133,12 +134,6 @@ func primaryKey(rt *Route, r *Request) string {
 	b.WriteString("t=")
 	b.WriteString(tenantOf(rt, r.Header))
 	return b.String()
-}
-
-// RoutingKey returns the key that decides which node owns r: the same for
-// every variant and for GET and HEAD of one URL.
-func RoutingKey(r *Request, tenant string) string {
-	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenant
 }
 
 // varyKey extends a primary key with the request's values of the headers the

@@ -140,7 +140,12 @@ func health(args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	client := &http.Client{Timeout: *timeout}
+	// One request from a short-lived process: no connection is kept alive,
+	// so nothing lingers behind the answer (and the shared default
+	// transport's pool is left alone).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	client := &http.Client{Timeout: *timeout, Transport: tr}
 	resp, err := client.Get(*url)
 	if err != nil {
 		fmt.Fprintf(stderr, "levee health: %v\n", err)

@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
+)
+
+// ReplicaSink stores entries pushed by their owners.
+type ReplicaSink interface {
+	PutReplica(e *peer.Entry) error
+}
+
+// RaftApplier applies a breaker command a follower handed to this node, the
+// Raft leader.
+type RaftApplier interface {
+	ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error)
+}
+
+// PeerConfig enables the node-to-node endpoints.
+type PeerConfig struct {
+	// Token is peer.Token(cluster.secret); "" accepts every caller.
+	Token string
+	// Replicas receives pushed entries. Default nil: 404.
+	Replicas ReplicaSink
+	// Raft applies forwarded breaker commands. Default nil: 404.
+	Raft RaftApplier
+}
+
+// EnablePeers registers the node-to-node endpoints. Call before serving.
+func (s *Server) EnablePeers(pc PeerConfig) {
+	s.admin.Handle("POST "+peer.PathForward, s.peerOnly(pc.Token, s.serveForward))
+	if pc.Replicas != nil {
+		s.admin.Handle("POST "+peer.PathReplicate, s.peerOnly(pc.Token, func(w http.ResponseWriter, _ *http.Request, b []byte) error {
+			var e peer.Entry
+			if err := peer.Decode(b, &e); err != nil {
+				return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+			}
+			if err := pc.Replicas.PutReplica(&e); err != nil {
+				return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+			}
+			w.WriteHeader(http.StatusOK)
+			return nil
+		}))
+	}
+	if pc.Raft != nil {
+		s.admin.Handle("POST "+peer.PathRaftApply, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+			return s.serveRaftApply(w, r, b, pc.Raft)
+		}))
+	}
+}
+
+// peerOnly authenticates a peer call and reads its bounded body. Calls
+// without the cluster token are refused with 401 before any decoding.
+func (s *Server) peerOnly(token string, h func(w http.ResponseWriter, r *http.Request, body []byte) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !peer.Authorized(r, token) {
+			problem(w, r, fmt.Errorf("%w: from %q", ErrPeerRefused, r.Header.Get(peer.HeaderFrom)))
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, peer.MaxMessage))
+		if err != nil {
+			problem(w, r, fmt.Errorf("%w: %v", ErrBadPeerFrame, err))
+			return
+		}
+		if err := h(w, r, b); err != nil {
+			s.cfg.Logger.Warn("peer call refused", "path", r.URL.Path, "from", r.Header.Get(peer.HeaderFrom), "err", err)
+			problem(w, r, err)
+		}
+	})
+}
+
+// serveForward serves a request a non-owner handed over. It is served HERE,
+// never forwarded again, even if this node's ring disagrees about ownership
+// (rings converge; a forwarding loop would not).
+func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) error {
+	var fr peer.ForwardRequest
+	if err := peer.Decode(b, &fr); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+	}
+	if err := checkPath(fr.Path); err != nil {
+		return err
+	}
+	req := &proxy.Request{Route: fr.Route, Method: fr.Method, Path: fr.Path, RawQuery: fr.RawQuery,
+		Header: cleanHeader(http.Header(fr.Header), true), Body: fr.Body}
+	out := &peer.ForwardResponse{V: peer.Version, Owner: s.cfg.Node}
+	// The forwarding node's connection carries the client's patience: if it
+	// gives up, this caller stops waiting (the coalesced fetch goes on).
+	resp, err := s.cfg.Engine.Serve(r.Context(), req)
+	if err != nil {
+		status, title, retryAfter := problemOf(err)
+		out.Err = &peer.RemoteError{Status: status, Title: title, Detail: err.Error(), RetryAfter: int64(retryAfter)}
+	} else {
+		out.Status, out.Header, out.Body = resp.Status, resp.Header, resp.Body
+		out.Result, out.Age, out.FreshFor = string(resp.Result), int64(resp.Age), int64(resp.FreshFor)
+		out.Detail, out.Attempts = resp.Detail, resp.Attempts
+	}
+	return writeMsgpack(w, out)
+}
+
+func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte, ra RaftApplier) error {
+	var m peer.RaftApply
+	if err := peer.Decode(b, &m); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+	}
+	res := &peer.RaftApplyResult{V: peer.Version}
+	data, err := ra.ApplyFromPeer(r.Context(), m.Data)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	res.Data = data
+	return writeMsgpack(w, res)
+}
+
+func writeMsgpack(w http.ResponseWriter, v any) error {
+	b, err := peer.Encode(v)
+	if err != nil {
+		return errors.Join(ErrBadPeerFrame, err)
+	}
+	w.Header().Set("Content-Type", peer.ContentType)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// ForwardRequestOf turns a parsed request into its wire form.
+func ForwardRequestOf(r *proxy.Request) *peer.ForwardRequest {
+	return &peer.ForwardRequest{Route: r.Route, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery,
+		Header: r.Header, Body: r.Body}
+}
+
+// ResponseOf turns an owner's wire answer back into a proxy.Response.
+func ResponseOf(fr *peer.ForwardResponse) *proxy.Response {
+	return &proxy.Response{Status: fr.Status, Header: http.Header(fr.Header), Body: fr.Body,
+		Result: proxy.Result(fr.Result), Age: durationNS(fr.Age), FreshFor: durationNS(fr.FreshFor),
+		Detail: fr.Detail, Attempts: fr.Attempts}
+}

@@ -1,0 +1,211 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/demoupstream"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeClock is the node's clock: cache windows and breaker timeouts pass
+// when a test says so, not when the machine gets round to it. Upstream
+// retry waits stay on real time (they are a few milliseconds here).
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+const adminToken = "admin-token-for-tests"
+
+// testConfig is a single node on 127.0.0.1:0 with one route, "comments",
+// in front of upstream, and settings short enough for tests.
+func testConfig(t *testing.T, upstream string) *config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Node.Name = "n1"
+	cfg.Node.HTTP = "127.0.0.1:0"
+	cfg.Node.DataDir = t.TempDir()
+	cfg.Node.ShutdownTimeout = config.Duration(5 * time.Second)
+	cfg.Node.MaxRequestBody = 1024
+	cfg.Cluster.AdminToken = adminToken
+	rt := config.DefaultRoute()
+	rt.Name, rt.Prefix, rt.Upstream, rt.TenantHeader = "comments", "/comments/", upstream+"/api", "X-Tenant"
+	rt.Cache.Fresh = config.Duration(time.Second)
+	rt.Cache.Stale = config.Duration(time.Second)
+	rt.Cache.StaleIfError = config.Duration(time.Minute)
+	rt.Breaker.Failures = 3
+	rt.Breaker.OpenFor = config.Duration(20 * time.Second)
+	rt.Retry.Budget = config.Duration(3 * time.Second)
+	rt.Retry.MaxAttempts = 2
+	rt.Retry.Network = config.Backoff{Base: config.Duration(5 * time.Millisecond), Cap: config.Duration(10 * time.Millisecond)}
+	rt.Retry.RateLimit = config.Backoff{Base: config.Duration(5 * time.Millisecond), Cap: config.Duration(10 * time.Millisecond)}
+	rt.Retry.RetryAfterCap = config.Duration(10 * time.Millisecond)
+	cfg.Routes = []config.Route{rt}
+	return cfg
+}
+
+// harness is one started node in front of one demo upstream.
+type harness struct {
+	t      *testing.T
+	clock  *fakeClock
+	up     *demoupstream.Server
+	node   *Node
+	base   string
+	client *http.Client
+}
+
+// start runs a demo upstream and a node in front of it; edit adjusts the
+// config before the node is built. Everything is closed at cleanup.
+func start(t *testing.T, edit func(*config.Config)) *harness {
+	t.Helper()
+	up, err := demoupstream.New(demoupstream.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSrv := httptest.NewServer(up)
+	cfg := testConfig(t, upSrv.URL)
+	if edit != nil {
+		edit(cfg)
+	}
+	clock := newFakeClock()
+	n, err := New(cfg, Options{Logger: testLogger(t), Now: clock.Now})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	tr := &http.Transport{}
+	h := &harness{t: t, clock: clock, up: up, node: n, base: "http://" + n.HTTPAddr(),
+		client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		if err := n.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		up.Close()
+		upSrv.Close()
+	})
+	return h
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// logWriter sends log lines to t.Log. Close waits for every goroutine that
+// logs, so nothing may log after the test ends (t.Log would panic).
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// answer is a response with its body read.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (h *harness) do(method, path string, header http.Header, body io.Reader) answer {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.base+path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (h *harness) get(path string, header http.Header) answer {
+	h.t.Helper()
+	return h.do(http.MethodGet, path, header, nil)
+}
+
+// envelope decodes a demo upstream body.
+func (a answer) envelope(t *testing.T) demoupstream.Envelope {
+	t.Helper()
+	var env demoupstream.Envelope
+	if err := json.Unmarshal(a.body, &env); err != nil {
+		t.Fatalf("body %q: %v", a.body, err)
+	}
+	return env
+}
+
+// expect checks status and X-Cache.
+func (a answer) expect(t *testing.T, status int, xcache string) {
+	t.Helper()
+	if a.status != status || a.header.Get("X-Cache") != xcache {
+		t.Fatalf("got %d X-Cache=%q, want %d %q; headers %v body %s",
+			a.status, a.header.Get("X-Cache"), status, xcache, a.header, a.body)
+	}
+}
+
+// expectProblem checks an RFC 9457 answer.
+func (a answer) expectProblem(t *testing.T, status int) {
+	t.Helper()
+	if a.status != status || a.header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("got %d %q, want %d problem+json; body %s", a.status, a.header.Get("Content-Type"), status, a.body)
+	}
+	var p struct {
+		Status int    `json:"status"`
+		Title  string `json:"title"`
+	}
+	if err := json.Unmarshal(a.body, &p); err != nil || p.Status != status || p.Title == "" {
+		t.Fatalf("problem body %q (%v)", a.body, err)
+	}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,84 @@
+package node
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/store"
+)
+
+// nearCache holds, on a non-owner, answers it just got from a key's owner,
+// for at most ttl (≤ 1 s) and never past the entry's own freshness, so one
+// hot key does not pin all its traffic on its owner. The underlying otter
+// cache admits by frequency (W-TinyLFU), so under pressure it keeps the hot
+// keys and turns away one-hit wonders.
+type nearCache struct {
+	c   *store.Cache
+	ttl time.Duration
+	now func() time.Time
+}
+
+// nearable: only fresh, stored, cacheable answers are near-cached.
+func nearable(method string, resp *proxy.Response) bool {
+	if method != http.MethodGet && method != http.MethodHead || resp.FreshFor <= 0 {
+		return false
+	}
+	switch resp.Result {
+	case proxy.Hit, proxy.Miss, proxy.Revalidated:
+		return true
+	}
+	return false
+}
+
+func nearKey(method, rkey string) string { return method + "\x00" + rkey }
+
+// variantKey extends k with the request's values of the Vary'd headers.
+func variantKey(k string, names []string, h http.Header) string {
+	var b strings.Builder
+	b.WriteString(k)
+	for _, n := range names {
+		b.WriteString("\x00" + n + "=" + strings.Join(h.Values(n), ","))
+	}
+	return b.String()
+}
+
+func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bool) {
+	k := nearKey(method, rkey)
+	marker, ok := n.c.Get(k)
+	if !ok {
+		return nil, false
+	}
+	e, ok := n.c.Get(variantKey(k, marker.Header.Values("Vary"), h))
+	now := n.now()
+	if !ok || e.Freshness(now) != store.Fresh {
+		return nil, false
+	}
+	return &proxy.Response{Status: e.Status, Header: e.Header.Clone(), Body: e.Body, Result: proxy.Hit,
+		Age: e.Age(now), Detail: "near-cache", FreshFor: e.FreshUntil.Sub(now)}, true
+}
+
+func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response) {
+	if !nearable(method, resp) {
+		return
+	}
+	now := n.now()
+	until := now.Add(min(n.ttl, resp.FreshFor))
+	var names []string
+	for _, v := range resp.Header.Values("Vary") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				names = append(names, http.CanonicalHeaderKey(f))
+			}
+		}
+	}
+	k := nearKey(method, rkey)
+	window := func(e *store.Entry) *store.Entry {
+		e.FreshUntil, e.StaleUntil, e.ErrorUntil = until, until, until
+		return e
+	}
+	n.c.Set(k, window(&store.Entry{Header: http.Header{"Vary": names}, StoredAt: now}))
+	n.c.Set(variantKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header.Clone(),
+		Body: resp.Body, StoredAt: now.Add(-resp.Age)}))
+}

@@ -1,0 +1,268 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/consensus"
+)
+
+// raftPart replicates the breaker table through Raft: the committed
+// breaker reads the FSM's table and proposes through the log, and a local
+// guard breaker watches this node's own calls for when no quorum is
+// reachable.
+type raftPart struct {
+	n         *Node
+	node      *consensus.Node
+	committed *breaker.Breaker
+	guard     *breaker.Breaker
+
+	mu       sync.Mutex
+	deadSeen map[string]time.Time // when a member was first seen dead or left
+}
+
+// proposeTimeout bounds one breaker proposal: a node that cannot commit in
+// this time falls back to its local guard instead of holding requests.
+const proposeTimeout = 2 * time.Second
+
+// fsmAdapter is the consensus.StateMachine over the breaker table. Apply is
+// deterministic: the command carries the leader-stamped time.
+type fsmAdapter struct{ t *breaker.Table }
+
+func (f fsmAdapter) Apply(data []byte, _ time.Time) ([]byte, error) {
+	res, err := f.t.ApplyBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	return msgpack.Marshal(&res)
+}
+func (f fsmAdapter) Snapshot() ([]byte, error) { return f.t.Snapshot() }
+func (f fsmAdapter) Restore(b []byte) error    { return f.t.Restore(b) }
+
+// raftProposer implements breaker.Proposer through the Raft log.
+type raftProposer struct{ r *raftPart }
+
+func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.Result, error) {
+	data, err := c.Encode()
+	if err != nil {
+		return breaker.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, proposeTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := p.r.node.Propose(ctx, data)
+	if err != nil {
+		return breaker.Result{}, err
+	}
+	p.r.n.metrics.CommitLatency.Observe(time.Since(start).Seconds())
+	var res breaker.Result
+	if err := msgpack.Unmarshal(out, &res); err != nil {
+		return breaker.Result{}, fmt.Errorf("node: undecodable breaker result: %w", err)
+	}
+	return res, nil
+}
+
+func newRaftPart(n *Node) (*raftPart, error) {
+	r := &raftPart{n: n, deadSeen: map[string]time.Time{}}
+	cfg := n.cfg
+	cc := consensus.DefaultConfig()
+	cc.NodeID, cc.BindAddr, cc.DataDir = cfg.Node.Name, cfg.Node.Raft, cfg.Node.DataDir
+	if cfg.Node.Advertise != "" {
+		cc.AdvertiseAddr = advertised(cfg.Node.Advertise, cfg.Node.Raft)
+	}
+	cc.BootstrapExpect = cfg.Node.EffectiveBootstrapExpect()
+	cc.DeadAfter = cfg.Cluster.DeadAfter.D()
+	cc.Logger = n.log.With("subsystem", "raft")
+	cc.Forward = r.forward
+	cc.OnLeaderChange = func(isLeader bool, leader string) {
+		n.metrics.LeaderChanges.Inc()
+		n.log.Info("raft leader", "leader", leader, "self", isLeader)
+	}
+	if n.opts.Fast {
+		cc.Timings = consensus.FastTimings()
+		cc.ReconcileInterval = 200 * time.Millisecond
+		cc.InMemory = n.opts.RaftInMemory
+	}
+	if n.opts.SnapshotThreshold > 0 {
+		cc.SnapshotThreshold, cc.TrailingLogs, cc.SnapshotInterval = n.opts.SnapshotThreshold, n.opts.SnapshotThreshold, 200*time.Millisecond
+	}
+	node, err := consensus.New(cc, fsmAdapter{n.table})
+	if err != nil {
+		return nil, err
+	}
+	r.node = node
+	r.committed, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: raftProposer{r}, Reader: n.table, Now: n.opts.Now})
+	if err != nil {
+		return nil, err
+	}
+	guardLocal := breaker.NewLocal(breaker.NewTable(nil))
+	r.guard, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: guardLocal, Reader: guardLocal, Now: n.opts.Now})
+	return r, err
+}
+
+// forward hands a follower's proposal to the leader over the peer channel.
+func (r *raftPart) forward(ctx context.Context, leaderID, _ string, data []byte) ([]byte, error) {
+	if r.n.cluster == nil {
+		return nil, consensus.ErrNotLeader
+	}
+	m, ok := r.n.cluster.member(leaderID)
+	if !ok || m.HTTPAddr == "" {
+		return nil, fmt.Errorf("%w: no address for leader %s", consensus.ErrNoLeader, leaderID)
+	}
+	return r.n.cluster.client.RaftApply(ctx, m.HTTPAddr, data)
+}
+
+// ApplyFromPeer implements api.RaftApplier on the leader. The leader stamps
+// its own clock into the command, so every breaker timer runs on one clock.
+func (r *raftPart) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error) {
+	c, err := breaker.DecodeCommand(data)
+	if err != nil {
+		return nil, err
+	}
+	c.At = r.n.opts.Now().UnixNano()
+	if data, err = c.Encode(); err != nil {
+		return nil, err
+	}
+	return r.node.ApplyLocal(ctx, data)
+}
+
+// reconcile gives Raft the gossip view: it bootstraps once bootstrap_expect
+// members see each other, and the leader adds and removes voters.
+func (r *raftPart) reconcile() {
+	if r.n.cluster == nil || r.n.cluster.ml == nil {
+		return
+	}
+	now := time.Now()
+	r.mu.Lock()
+	var peers []consensus.Peer
+	for _, m := range r.n.cluster.ml.Members() {
+		if m.RaftAddr == "" {
+			continue
+		}
+		p := consensus.Peer{ID: m.Name, RaftAddr: m.RaftAddr, Status: peerStatus(m.State)}
+		if p.Status == consensus.PeerAlive {
+			delete(r.deadSeen, m.Name)
+		} else if _, ok := r.deadSeen[m.Name]; !ok {
+			r.deadSeen[m.Name] = now
+		}
+		p.Since = r.deadSeen[m.Name]
+		peers = append(peers, p)
+	}
+	r.mu.Unlock()
+	r.node.Reconcile(peers)
+}
+
+func peerStatus(s cluster.MemberState) consensus.PeerStatus {
+	switch s {
+	case cluster.Left:
+		return consensus.PeerLeft
+	case cluster.Dead:
+		return consensus.PeerDead
+	case cluster.Suspect:
+		return consensus.PeerSuspect
+	}
+	return consensus.PeerAlive
+}
+
+// healthy reports whether this node can commit: it is the leader, or it
+// heard from one within a few heartbeats.
+func (r *raftPart) healthy() bool {
+	info := r.node.State()
+	if info.LeaderID == "" {
+		return false
+	}
+	if info.State == "Leader" {
+		return true
+	}
+	return info.LastContact < r.contactLimit()
+}
+
+func (r *raftPart) contactLimit() time.Duration {
+	if r.n.opts.Fast {
+		return 500 * time.Millisecond
+	}
+	return 3 * time.Second
+}
+
+// gate is proxy.Gate over the committed breaker and the local guard.
+//
+// With a quorum, the committed (Raft) state decides, and outcomes also feed
+// the guard so it has history when a partition starts. Without one, the node
+// keeps its last committed state (open stays open) and its guard breaker
+// decides over its own calls, so a minority side still stops hammering a
+// dead upstream; on heal the committed state wins again.
+func (r *raftPart) gate() gateFunc {
+	return func(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
+		if r.healthy() {
+			ct, err := r.committed.Allow(ctx, route, s)
+			if err == nil {
+				gt, gerr := r.guard.Allow(ctx, route, s)
+				return func(ctx context.Context, failed bool) error {
+					if gerr == nil {
+						r.guard.Done(ctx, gt, failed)
+					}
+					return r.committed.Done(ctx, ct, failed)
+				}, nil
+			}
+			if errors.Is(err, breaker.ErrOpen) {
+				return nil, err
+			}
+			r.n.log.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
+		} else if err := r.lastCommittedRefuses(route); err != nil {
+			return nil, err
+		}
+		gt, err := r.guard.Allow(ctx, route, s)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, failed bool) error { return r.guard.Done(ctx, gt, failed) }, nil
+	}
+}
+
+// lastCommittedRefuses keeps a committed open (or forced) state in force
+// while this node cannot reach a quorum.
+func (r *raftPart) lastCommittedRefuses(route string) error {
+	v := r.n.table.View(route)
+	now := r.n.opts.Now()
+	switch {
+	case v.Forced, v.State == breaker.Open && now.Before(v.OpenUntil):
+		return &breaker.OpenError{Route: route, State: v.State, RetryAfter: max(time.Second, v.OpenUntil.Sub(now))}
+	case v.State == breaker.HalfOpen && now.Before(v.ProbeUntil):
+		return &breaker.OpenError{Route: route, State: v.State, RetryAfter: max(time.Second, v.ProbeUntil.Sub(now))}
+	}
+	return nil
+}
+
+// RaftStatus is the Raft part of /-/cluster.
+type RaftStatus struct {
+	State       string   `json:"state"`
+	Leader      string   `json:"leader"`
+	Term        uint64   `json:"term"`
+	CommitIndex uint64   `json:"commit_index"`
+	Applied     uint64   `json:"applied_index"`
+	Voters      []string `json:"voters"`
+	LastContact float64  `json:"last_contact_seconds"`
+	Healthy     bool     `json:"quorum_reachable"`
+}
+
+func (r *raftPart) status() RaftStatus {
+	i := r.node.State()
+	return RaftStatus{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
+		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
+		Healthy: r.healthy()}
+}
+
+// gateFunc adapts a function to proxy.Gate.
+type gateFunc func(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error)
+
+func (g gateFunc) Allow(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
+	return g(ctx, route, s)
+}
