@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
@@ -39,6 +41,12 @@ type Options struct {
 	// SnapshotThreshold, when > 0, makes Raft snapshot after that many
 	// entries (tests of snapshot and restore). Default 0: consensus's.
 	SnapshotThreshold uint64
+	// RaftTimings, when set, replaces Raft's timeouts (on-disk tests need
+	// slower ones than Fast's under -race). Default nil.
+	RaftTimings *consensus.Timings
+	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
+	// raft.InmemTransport to partition nodes). The caller closes it.
+	RaftTransport raft.Transport
 }
 
 // Node is one running Levee node.

@@ -91,6 +91,12 @@ func newRaftPart(n *Node) (*raftPart, error) {
 		cc.ReconcileInterval = 200 * time.Millisecond
 		cc.InMemory = n.opts.RaftInMemory
 	}
+	if n.opts.RaftTimings != nil {
+		cc.Timings = *n.opts.RaftTimings
+	}
+	if n.opts.RaftTransport != nil {
+		cc.Transport = n.opts.RaftTransport
+	}
 	if n.opts.SnapshotThreshold > 0 {
 		cc.SnapshotThreshold, cc.TrailingLogs, cc.SnapshotInterval = n.opts.SnapshotThreshold, n.opts.SnapshotThreshold, 200*time.Millisecond
 	}

@@ -216,9 +216,20 @@ func flightKey(key string, h http.Header) string {
 // joined a flight for a different variant of the same URL fetches its own.
 func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey, key string, old *store.Entry) (*flight, error) {
 	fetch := func(old *store.Entry) func(context.Context) (*flight, error) {
-		return func(fctx context.Context) (*flight, error) { return e.fetch(fctx, rt, r, pkey, old) }
+		return func(fctx context.Context) (*flight, error) {
+			// Double-check: a flight for this key may have finished and
+			// stored between our lookup and our Do, in which case we would
+			// start a needless second upstream call.
+			if _, cur := e.lookup(pkey, r.Header); cur != nil && cur != old && cur.Freshness(e.cfg.Now()) == store.Fresh {
+				vary, _ := varyNames(cur.Header)
+				return &flight{entry: cur, result: Hit, stored: true, vary: vary, reqHdr: r.Header}, nil
+			}
+			return e.fetch(fctx, rt, r, pkey, old)
+		}
 	}
-	f, err, shared := e.flights.Do(ctx, flightKey(key, r.Header), fetch(old))
+	// One flight per URL (primary key), whatever variant the caller wants:
+	// a joiner that needs another variant fetches it below.
+	f, err, shared := e.flights.Do(ctx, flightKey(pkey, r.Header), fetch(old))
 	if err != nil || !shared || len(f.vary) == 0 || sameVary(f.vary, f.reqHdr, r.Header) {
 		return f, err
 	}
@@ -233,7 +244,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 func (e *Engine) refresh(rt *Route, r *Request, pkey, key string, old *store.Entry) {
 	rc := *r
 	rc.Header = r.Header.Clone()
-	e.flights.Start(flightKey(key, r.Header), func(ctx context.Context) (*flight, error) {
+	e.flights.Start(flightKey(pkey, r.Header), func(ctx context.Context) (*flight, error) {
 		f, err := e.fetch(ctx, rt, &rc, pkey, old)
 		if err == nil && f.failed {
 			err = fmt.Errorf("%w: status %d", ErrUpstreamStatus, f.entry.Status)
@@ -321,18 +332,24 @@ func setWindows(ent *store.Entry, now time.Time, p policy) {
 // under the primary key that names the varied headers.
 func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *store.Entry) {
 	rkey := routingKey(rt, r)
-	key := pkey
-	if len(vary) > 0 {
-		marker := &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
-			FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil}
-		e.store(rkey, pkey, marker)
-		key = varyKey(pkey, vary, r.Header)
+	if len(vary) == 0 {
+		e.cfg.Cache.Set(pkey, ent)
+		e.onStore(rkey, pkey, ent)
+		return
 	}
-	e.store(rkey, key, ent)
+	// The variant goes in before the marker that points at it, and the
+	// replication hooks run after both: a reader must never find a marker
+	// whose variant is not there yet, or it would start a second fetch.
+	key := varyKey(pkey, vary, r.Header)
+	marker := &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
+		FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil}
+	e.cfg.Cache.Set(key, ent)
+	e.cfg.Cache.Set(pkey, marker)
+	e.onStore(rkey, key, ent)
+	e.onStore(rkey, pkey, marker)
 }
 
-func (e *Engine) store(rkey, key string, ent *store.Entry) {
-	e.cfg.Cache.Set(key, ent)
+func (e *Engine) onStore(rkey, key string, ent *store.Entry) {
 	if e.cfg.OnStore != nil {
 		e.cfg.OnStore(rkey, key, ent)
 	}
@@ -389,7 +406,11 @@ func (e *Engine) fromFlight(f *flight) *Response {
 	resp := &Response{Status: f.entry.Status, Header: f.entry.Header.Clone(), Body: f.entry.Body,
 		Result: f.result, Stored: f.stored, Attempts: f.attempts}
 	if f.stored {
-		resp.FreshFor = freshFor(f.entry, e.cfg.Now())
+		now := e.cfg.Now()
+		resp.FreshFor = freshFor(f.entry, now)
+		if f.result == Hit {
+			resp.Age = f.entry.Age(now)
+		}
 	}
 	return resp
 }

@@ -1,0 +1,248 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/proxy"
+)
+
+// testCluster is N in-process nodes on 127.0.0.1:0 (HTTP, gossip and Raft)
+// with fast gossip and Raft timings, in front of one demo upstream. Nodes
+// can be crashed, stopped and restarted with the same name and data dir.
+type testCluster struct {
+	t      *testing.T
+	up     *demoupstream.Server
+	upURL  string
+	cfgs   []*config.Config
+	nodes  []*Node // nil while stopped
+	opts   Options
+	client *http.Client
+	tr     *http.Transport
+}
+
+const clusterSecret = "cluster-secret-for-tests"
+
+// clusterOpt edits one node's config before it is built.
+type clusterOpt func(i int, cfg *config.Config)
+
+// newTestCluster starts n nodes (bootstrap_expect = min(n, 3)) and waits
+// until every node sees every other on its ring and a Raft leader exists.
+func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
+	t.Helper()
+	up, err := demoupstream.New(demoupstream.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSrv := httptest.NewServer(up)
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
+		opts:   Options{Logger: quietLogger(t), Fast: true, RaftInMemory: true},
+		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
+	for i := range n {
+		cfg := testConfig(t, upSrv.URL)
+		cfg.Node.Name = fmt.Sprintf("n%d", i+1)
+		cfg.Node.Gossip, cfg.Node.Raft = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Node.BootstrapExpect = min(n, 3)
+		cfg.Cluster.Secret = clusterSecret
+		cfg.Cluster.RejoinInterval = config.Duration(500 * time.Millisecond)
+		cfg.Cluster.DeadAfter = config.Duration(2 * time.Second)
+		// Real time here (no fake clock across processes' worth of
+		// goroutines): windows long enough that a slow -race run does not
+		// see an entry go stale mid-test unless a test wants it to.
+		cfg.Routes[0].Cache.Fresh = config.Duration(30 * time.Second)
+		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
+		cfg.Routes[0].Cache.StaleIfError = config.Duration(10 * time.Minute)
+		for _, e := range edits {
+			e(i, cfg)
+		}
+		c.cfgs = append(c.cfgs, cfg)
+	}
+	t.Cleanup(func() {
+		c.tr.CloseIdleConnections()
+		for i := range c.nodes {
+			c.stop(i)
+		}
+		up.Close()
+		upSrv.Close()
+	})
+	for i := range n {
+		c.start(i)
+	}
+	c.waitConverged()
+	return c
+}
+
+// start builds and starts node i, joining the gossip address of every other
+// running node.
+func (c *testCluster) start(i int) {
+	c.t.Helper()
+	cfg := c.cfgs[i]
+	cfg.Node.Join = nil
+	for j, other := range c.nodes {
+		if j != i && other != nil {
+			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
+		}
+	}
+	opts := c.opts
+	opts.Logger = c.opts.Logger.With("test_node", cfg.Node.Name)
+	n, err := New(cfg, opts)
+	if err != nil {
+		c.t.Fatalf("New %s: %v", cfg.Node.Name, err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Close()
+		c.t.Fatalf("Start %s: %v", cfg.Node.Name, err)
+	}
+	c.nodes[i] = n
+}
+
+// stop closes node i gracefully (leave announced); crash kills it without.
+func (c *testCluster) stop(i int) {
+	if n := c.nodes[i]; n != nil {
+		n.Close()
+		c.nodes[i] = nil
+	}
+}
+
+func (c *testCluster) crash(i int) {
+	if n := c.nodes[i]; n != nil {
+		n.Crash()
+		c.nodes[i] = nil
+	}
+}
+
+// running returns the indexes of running nodes.
+func (c *testCluster) running() []int {
+	var out []int
+	for i, n := range c.nodes {
+		if n != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// waitConverged waits until every running node has exactly the running
+// nodes on its ring and, with Raft, all agree on one leader.
+func (c *testCluster) waitConverged() {
+	c.t.Helper()
+	live := c.running()
+	c.waitFor(20*time.Second, "cluster convergence", func() bool {
+		leader := ""
+		for _, i := range live {
+			n := c.nodes[i]
+			if len(n.cluster.ring.Members()) != len(live) {
+				return false
+			}
+			if n.raft != nil {
+				l := n.raft.node.State().LeaderID
+				if l == "" || leader != "" && l != leader {
+					return false
+				}
+				leader = l
+			}
+		}
+		return true
+	})
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (c *testCluster) waitFor(d time.Duration, what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// url is node i's address for path.
+func (c *testCluster) url(i int, path string) string {
+	return "http://" + c.nodes[i].HTTPAddr() + path
+}
+
+// get sends a GET through node i with header pairs kv.
+func (c *testCluster) get(i int, path string, kv ...string) answer {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.url(i, path), nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for j := 0; j+1 < len(kv); j += 2 {
+		req.Header.Set(kv[j], kv[j+1])
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET %s via node %d: %v", path, i, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// ownerOf returns the index of the node owning the key of path (route
+// "comments") for tenant, as node i's ring sees it.
+func (c *testCluster) ownerOf(i int, path, tenant string) int {
+	c.t.Helper()
+	n := c.nodes[i]
+	rt, _ := n.engine.Route("comments")
+	key, err := n.engine.RoutingKey(reqFor(rt.Prefix, path, rt.TenantHeader, tenant))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	owner, _ := n.cluster.ring.Owner(key)
+	for j, cfg := range c.cfgs {
+		if cfg.Node.Name == owner {
+			return j
+		}
+	}
+	c.t.Fatalf("owner %q is not a test node", owner)
+	return -1
+}
+
+// reqFor builds the proxy request api would build for a GET of path.
+func reqFor(prefix, path, tenantHeader, tenant string) *proxy.Request {
+	p, q, _ := strings.Cut(strings.TrimPrefix(path, prefix), "?")
+	h := http.Header{}
+	if tenant != "" {
+		h.Set(tenantHeader, tenant)
+	}
+	return &proxy.Request{Route: "comments", Method: http.MethodGet, Path: p, RawQuery: q, Header: h}
+}
+
+// quietLogger logs to t.Log at Info and above until the test ends, then
+// drops lines: gossip goroutines may log a last line after Close, and t.Log
+// after the end of a test panics.
+func quietLogger(t *testing.T) *slog.Logger {
+	w := &cutoffWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) })
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type cutoffWriter struct {
+	t    *testing.T
+	done atomic.Bool
+}
+
+func (w *cutoffWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimSpace(string(p)))
+	}
+	return len(p), nil
+}
