@@ -19,7 +19,8 @@ stop() {
   wait 2>/dev/null || true
   echo "stopped."
 }
-trap stop INT TERM EXIT
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
 
 bin/demo-upstream -listen "$UPSTREAM" >"$DIR/demo-upstream.log" 2>&1 &
 pids+=($!)
