@@ -92,7 +92,7 @@ func TestPartitionMinorityCannotCommit(t *testing.T) {
 		t.Fatalf("minority error = %v, want ErrTimeout/ErrNoLeader/ErrNotLeader", err)
 	}
 
-	waitFor(t, 5*time.Second, "majority leader", func() bool {
+	waitFor(t, 20*time.Second, "majority leader", func() bool {
 		for _, tn := range c.live() {
 			if tn != old && tn.node.IsLeader() {
 				return true
@@ -133,7 +133,7 @@ func TestRejectedEntryIsReturnedNotFatal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.from.node.Propose(ctxTimeout(t, 5*time.Second), []byte(tt.data))
+			_, err := tt.from.node.Propose(ctxTimeout(t, 15*time.Second), []byte(tt.data))
 			if !errors.Is(err, ErrApply) || !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want ErrApply wrapping %v", err, tt.wantErr)
 			}

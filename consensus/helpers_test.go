@@ -302,7 +302,7 @@ func (c *testCluster) waitReconciled(passes uint64) {
 	c.t.Helper()
 	for _, tn := range c.live() {
 		start := tn.node.Stats().Reconciles
-		waitFor(c.t, 5*time.Second, tn.id+" reconcile", func() bool {
+		waitFor(c.t, 20*time.Second, tn.id+" reconcile", func() bool {
 			return tn.node.Stats().Reconciles >= start+passes
 		})
 	}
@@ -313,7 +313,7 @@ func (c *testCluster) waitReconciled(passes uint64) {
 func (c *testCluster) waitLeader() *testNode {
 	c.t.Helper()
 	var leader *testNode
-	waitFor(c.t, 5*time.Second, "a single agreed leader", func() bool {
+	waitFor(c.t, 20*time.Second, "a single agreed leader", func() bool {
 		leader = nil
 		for _, tn := range c.live() {
 			if tn.node.IsLeader() {
@@ -354,7 +354,7 @@ func (c *testCluster) follower(leader *testNode) *testNode {
 func (c *testCluster) waitReplicated(leader *testNode) {
 	c.t.Helper()
 	want := leader.sm.snapshot(c.t)
-	waitFor(c.t, 5*time.Second, "equal FSMs", func() bool {
+	waitFor(c.t, 20*time.Second, "equal FSMs", func() bool {
 		for _, tn := range c.live() {
 			if tn.sm.snapshot(c.t) != want {
 				return false
@@ -366,7 +366,7 @@ func (c *testCluster) waitReplicated(leader *testNode) {
 
 func (c *testCluster) propose(tn *testNode, data string) string {
 	c.t.Helper()
-	out, err := tn.node.Propose(ctxTimeout(c.t, 5*time.Second), []byte(data))
+	out, err := tn.node.Propose(ctxTimeout(c.t, 15*time.Second), []byte(data))
 	if err != nil {
 		c.t.Fatalf("propose %q on %s: %v", data, tn.id, err)
 	}

@@ -32,7 +32,7 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 			leader := c.formCluster("n1", "n2", "n3")
 			c.start("n4", "")
 			c.reconcileAll(c.peers())
-			waitFor(t, 5*time.Second, "n4 added as voter", func() bool { return len(voters(leader)) == 4 })
+			waitFor(t, 20*time.Second, "n4 added as voter", func() bool { return len(voters(leader)) == 4 })
 			c.propose(leader, "m=1")
 			c.waitReplicated(leader) // n4 really replicates
 
@@ -46,7 +46,7 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 			tt.mark(view, targets)
 			before := leader.node.Stats().ServersRemoved
 			leader.node.Reconcile(view)
-			waitFor(t, 5*time.Second, "voter count", func() bool { return len(voters(leader)) == tt.wantVoters })
+			waitFor(t, 20*time.Second, "voter count", func() bool { return len(voters(leader)) == tt.wantVoters })
 			c.waitReconciled(3) // nothing more happens on later passes
 			if got := len(voters(leader)); got != tt.wantVoters {
 				t.Fatalf("voters = %v, want %d", voters(leader), tt.wantVoters)
@@ -79,7 +79,7 @@ func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	c.propose(leader, "j=1")
 	fresh := c.start("n1", "")
 	c.reconcileAll(c.peers())
-	waitFor(t, 5*time.Second, "n1 added", func() bool { return len(voters(leader)) == 4 })
+	waitFor(t, 20*time.Second, "n1 added", func() bool { return len(voters(leader)) == 4 })
 	c.waitReplicated(leader)
 	if fresh.node.Stats().Bootstraps != 0 {
 		t.Fatal("fresh node bootstrapped a second cluster")
@@ -101,7 +101,7 @@ func TestLeaveTransfersLeadership(t *testing.T) {
 		}
 	}})
 	leader := c.formCluster("n1", "n2", "n3")
-	if err := leader.node.Leave(ctxTimeout(t, 5*time.Second)); err != nil {
+	if err := leader.node.Leave(ctxTimeout(t, 15*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if leader.node.IsLeader() {
@@ -115,7 +115,7 @@ func TestLeaveTransfersLeadership(t *testing.T) {
 	}
 	c.reconcileAll(view)
 	var next *testNode
-	waitFor(t, 5*time.Second, "new leader removes the leaver", func() bool {
+	waitFor(t, 20*time.Second, "new leader removes the leaver", func() bool {
 		for _, tn := range c.live() {
 			if tn != leader && tn.node.IsLeader() && len(voters(tn)) == 2 {
 				next = tn

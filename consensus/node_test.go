@@ -78,7 +78,7 @@ func TestLifecycleAndErrors(t *testing.T) {
 	}
 
 	n.Reconcile([]Peer{{ID: "solo", RaftAddr: n.Addr()}}) // BootstrapExpect defaults to 1
-	if err := n.WaitForLeader(ctxTimeout(t, 5*time.Second)); err != nil {
+	if err := n.WaitForLeader(ctxTimeout(t, 15*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	out, err := n.Propose(t.Context(), []byte("a=5"))

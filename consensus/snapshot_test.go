@@ -23,14 +23,14 @@ func TestSnapshotsInstallAndRestart(t *testing.T) {
 		c.propose(leader, "s=1")
 	}
 	c.waitReplicated(leader)
-	waitFor(t, 5*time.Second, "automatic snapshot on the leader", func() bool {
+	waitFor(t, 20*time.Second, "automatic snapshot on the leader", func() bool {
 		return snapshotFiles(t, leader.dir) > 0
 	})
 
 	// New node: the leader's log no longer starts at 1, so it needs a snapshot.
 	fresh := c.start("n4", "")
 	c.reconcileAll(c.peers())
-	waitFor(t, 5*time.Second, "n4 added", func() bool { return len(voters(leader)) == 4 })
+	waitFor(t, 20*time.Second, "n4 added", func() bool { return len(voters(leader)) == 4 })
 	c.waitReplicated(leader)
 	if fresh.sm.restores.Load() == 0 {
 		t.Fatal("n4 caught up without InstallSnapshot")
@@ -39,7 +39,7 @@ func TestSnapshotsInstallAndRestart(t *testing.T) {
 	// Restart one follower with its data dir.
 	old := c.follower(leader)
 	// A follower may refuse while a configuration entry is unapplied; retry.
-	waitFor(t, 5*time.Second, "follower snapshot", func() bool { return old.node.Snapshot() == nil })
+	waitFor(t, 20*time.Second, "follower snapshot", func() bool { return old.node.Snapshot() == nil })
 	c.stop(old)
 	for range 10 {
 		c.propose(leader, "s=1")

@@ -85,6 +85,9 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 		opts.Now = time.Now
 	}
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New()}
+	if cfg.Node.Gossip != "" && cfg.Cluster.Secret == "" {
+		n.log.Warn("cluster.secret is empty: gossip is unencrypted and node-to-node calls are unauthenticated")
+	}
 	if err := n.wireCore(); err != nil {
 		return nil, err
 	}
@@ -152,9 +155,13 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 }
 
 func (n *Node) wireAPI(proposer breaker.Proposer) error {
+	var admin api.Breakers = &breakerAdmin{n: n, proposer: proposer}
+	if n.raft != nil {
+		admin = raftBreakerAdmin{admin.(*breakerAdmin)}
+	}
 	ac := api.Config{
 		Node: n.cfg.Node.Name, Routes: routeInfos(n.cfg), Engine: n.engine,
-		Breakers: &breakerAdmin{n: n, proposer: proposer}, Metrics: n.metrics.Handler(),
+		Breakers: admin, Metrics: n.metrics.Handler(),
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
 		Ready: n.ready, Status: n.status,
@@ -370,4 +377,18 @@ func (b *breakerAdmin) force(ctx context.Context, route string, op breaker.Op) e
 		At: b.n.opts.Now().UnixNano(), OpenFor: int64(rt.Breaker.OpenFor),
 	})
 	return err
+}
+
+// raftBreakerAdmin adds, for /-/breakers, the Raft position the committed
+// table was read at and the local guard's view (api.BreakerOrigins).
+type raftBreakerAdmin struct{ *breakerAdmin }
+
+func (b raftBreakerAdmin) RaftPosition() api.BreakerRaft {
+	i := b.n.raft.node.State()
+	return api.BreakerRaft{Term: i.Term, CommitIndex: i.CommitIndex, AppliedIndex: i.AppliedIndex}
+}
+
+func (b raftBreakerAdmin) GuardView(route string) (breaker.View, bool) {
+	v := b.n.raft.guardView.View(route)
+	return v, v.Transitions > 0 || v.Failures > 0
 }

@@ -24,6 +24,7 @@ type raftPart struct {
 	node      *consensus.Node
 	committed *breaker.Breaker
 	guard     *breaker.Breaker
+	guardView *breaker.Table // the guard's own, never replicated, state
 
 	mu       sync.Mutex
 	deadSeen map[string]time.Time // when a member was first seen dead or left
@@ -109,7 +110,8 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	guardLocal := breaker.NewLocal(breaker.NewTable(nil))
+	r.guardView = breaker.NewTable(nil)
+	guardLocal := breaker.NewLocal(r.guardView)
 	r.guard, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: guardLocal, Reader: guardLocal, Now: n.opts.Now})
 	return r, err
 }
