@@ -128,6 +128,9 @@ func Decode(b []byte, v versioned) (err error) {
 	if len(b) > MaxMessage {
 		return fmt.Errorf("%w: %d bytes > %d", ErrBadMessage, len(b), MaxMessage)
 	}
+	if err := checkLengths(b); err != nil {
+		return err
+	}
 	defer func() {
 		if r := recover(); r != nil { // a decoder bug must not take the node down
 			err = fmt.Errorf("%w: decoder panic: %v", ErrBadMessage, r)
