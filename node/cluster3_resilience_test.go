@@ -1,0 +1,265 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/peer"
+)
+
+const (
+	c3Path    = "/comments/stories/7/comments"
+	c3UpKey   = "/api/stories/7/comments"
+	c3Tenant  = "acme"
+	c3Tenant2 = "globex"
+)
+
+// TestClusterStaleOneRefresh: once a key is past its fresh window, 300
+// concurrent requests spread over every node are all answered from the
+// cache (STALE or HIT) and the whole cluster makes ONE background refresh:
+// the upstream sees the fill plus that refresh, and near caches add nothing.
+func TestClusterStaleOneRefresh(t *testing.T) {
+	const fresh = time.Second
+	c := newTestCluster(t, 3, func(_ int, cfg *config.Config) {
+		cfg.Routes[0].Cache.Fresh = config.Duration(fresh)
+		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
+	})
+	filled := time.Now()
+	c.get(0, c3Path, "X-Tenant", c3Tenant).expect(t, 200, "MISS")
+	for i := range 3 { // warm the near caches too: they must not fetch on their own
+		if a := c.get(i, c3Path, "X-Tenant", c3Tenant); a.status != 200 {
+			t.Fatalf("warm via node %d: %d", i, a.status)
+		}
+	}
+	c.waitFor(5*time.Second, "the fresh window to pass", func() bool { return time.Since(filled) > fresh+100*time.Millisecond })
+
+	results := make(chan answer, 300)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			<-gate
+			results <- c.get(i%3, c3Path, "X-Tenant", c3Tenant)
+		})
+	}
+	close(gate)
+	wg.Wait()
+	close(results)
+	counts := map[string]int{}
+	for a := range results {
+		xc := a.header.Get("X-Cache")
+		counts[xc]++
+		if a.status != 200 || (xc != "STALE" && xc != "HIT") {
+			t.Errorf("got %d X-Cache=%q, want 200 STALE or HIT", a.status, xc)
+		}
+	}
+	if counts["STALE"] == 0 {
+		t.Errorf("no STALE answer in %v: the entry was not stale when the burst came", counts)
+	}
+	c.waitFor(5*time.Second, "the refresh to reach the upstream", func() bool { return c.up.Calls(c3Tenant, c3UpKey) >= 2 })
+	// Let any second (wrong) refresh show itself: every node's flights end.
+	c.waitFor(5*time.Second, "flights to end", func() bool {
+		for _, i := range c.running() {
+			if c.nodes[i].engine.InFlight() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if got := c.up.Calls(c3Tenant, c3UpKey); got != 2 {
+		t.Fatalf("upstream calls = %d, want 2 (fill + one refresh); answers %v", got, counts)
+	}
+	t.Logf("answers: %v", counts)
+}
+
+// TestClusterOwnerCrashServedFromReplica: the owner of a warm key dies while
+// the upstream is down; every surviving node serves the original body from
+// the replica within the failure-detection time.
+func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
+	c := newTestCluster(t, 3)
+	owner := c.ownerOf(0, c3Path, c3Tenant)
+	orig := c.get(owner, c3Path, "X-Tenant", c3Tenant)
+	orig.expect(t, 200, "MISS")
+	rep := c3ReplicaOf(c, owner)
+	// The fill stores a Vary marker and a variant: both must reach the replica.
+	c.waitFor(5*time.Second, "replication to the replica", func() bool {
+		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
+	})
+	if err := c.up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
+		t.Fatal(err)
+	}
+	c.crash(owner)
+	crashed := time.Now()
+	for _, i := range c.running() {
+		c.waitFor(10*time.Second, fmt.Sprintf("node %d to serve the key", i), func() bool {
+			a := c.get(i, c3Path, "X-Tenant", c3Tenant)
+			xc := a.header.Get("X-Cache")
+			if a.status != 200 || xc != "STALE" && xc != "HIT" {
+				return false
+			}
+			if !bytes.Equal(a.body, orig.body) {
+				t.Fatalf("node %d served %s, want the original body %s", i, a.body, orig.body)
+			}
+			return true
+		})
+		t.Logf("node %d serves the key %v after the crash", i, time.Since(crashed).Round(time.Millisecond))
+	}
+}
+
+// c3ReplicaOf is the node that takes owner's key over: its first replica.
+func c3ReplicaOf(c *testCluster, owner int) int {
+	c.t.Helper()
+	n := c.nodes[owner]
+	rt, _ := n.engine.Route("comments")
+	key, err := n.engine.RoutingKey(reqFor(rt.Prefix, c3Path, rt.TenantHeader, c3Tenant))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	reps := n.cluster.ring.Replicas(key, 2)
+	if len(reps) != 2 {
+		c.t.Fatalf("replicas of the key: %v", reps)
+	}
+	return c3Index(c, reps[1])
+}
+
+func c3Index(c *testCluster, name string) int {
+	c.t.Helper()
+	for j, cfg := range c.cfgs {
+		if cfg.Node.Name == name {
+			return j
+		}
+	}
+	c.t.Fatalf("%q is not a test node", name)
+	return -1
+}
+
+// TestClusterWrongSecret: a node with another cluster.secret never shows up
+// in the cluster's membership or rings, its forwards are refused, and a
+// forward without (or with a bad) X-Levee-Auth gets 401 with no upstream
+// call.
+func TestClusterWrongSecret(t *testing.T) {
+	c := newTestCluster(t, 3)
+	cfg := testConfig(t, c.upURL)
+	cfg.Node.Name, cfg.Node.Gossip, cfg.Cluster.Secret = "rogue", "127.0.0.1:0", "some-other-secret"
+	for _, i := range c.running() {
+		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.GossipAddr())
+	}
+	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rogue.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rogue.Close() })
+	c.waitFor(5*time.Second, "the rogue node to see itself", func() bool { return rogue.cluster.ready() == nil })
+
+	// A negative: watch through several rejoin intervals (500 ms) that it
+	// never gets in, in either direction.
+	watchUntil := time.Now().Add(2 * time.Second)
+	for time.Now().Before(watchUntil) {
+		for _, i := range c.running() {
+			n := c.nodes[i]
+			if got := n.cluster.ring.Members(); len(got) != 3 {
+				t.Fatalf("node %d ring = %v, want the 3 cluster nodes only", i, got)
+			}
+			for _, m := range n.cluster.ml.Members() {
+				if m.Name == "rogue" {
+					t.Fatalf("node %d sees the rogue node as %s", i, m.State)
+				}
+			}
+		}
+		if got := rogue.cluster.ring.Members(); len(got) != 1 {
+			t.Fatalf("rogue ring = %v, want only itself", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	fr := &peer.ForwardRequest{Route: "comments", Method: http.MethodGet, Path: "stories/7/comments",
+		Header: map[string][]string{"X-Tenant": {c3Tenant}}}
+	target := c.nodes[0].HTTPAddr()
+	_, err = rogue.cluster.client.Forward(context.Background(), target, fr)
+	if !errors.Is(err, peer.ErrUnreachable) {
+		t.Fatalf("rogue forward: err = %v, want ErrUnreachable (401)", err)
+	}
+	body, err := peer.Encode(fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, auth string }{
+		{"missing token", ""},
+		{"bad token", "not-the-token"},
+		{"token of another secret", peer.Token("some-other-secret")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, "http://"+target+peer.PathForward, bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", peer.ContentType)
+			req.Header.Set(peer.HeaderFrom, "n2")
+			if tc.auth != "" {
+				req.Header.Set(peer.HeaderAuth, tc.auth)
+			}
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401", resp.StatusCode)
+			}
+		})
+	}
+	if got := c.up.Total(); got != 0 {
+		t.Fatalf("upstream calls = %d, want 0", got)
+	}
+}
+
+// TestClusterTenantIsolation: two tenants ask for the same path through
+// every node, over several rounds (owner hits, forwards and near-cache
+// hits): every body carries the asking tenant, and each tenant's answer is
+// fetched once.
+func TestClusterTenantIsolation(t *testing.T) {
+	c := newTestCluster(t, 3)
+	tenants := []string{c3Tenant, c3Tenant2}
+	var mu sync.Mutex
+	cross := 0
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i := range 60 {
+			wg.Go(func() {
+				tenant := tenants[(i+round)%2]
+				a := c.get(i%3, c3Path, "X-Tenant", tenant)
+				if a.status != 200 {
+					t.Errorf("tenant %s via node %d: status %d %s", tenant, i%3, a.status, a.body)
+					return
+				}
+				if got := a.envelope(t).Tenant; got != tenant {
+					mu.Lock()
+					cross++
+					mu.Unlock()
+					t.Errorf("tenant %s via node %d got tenant %q's body", tenant, i%3, got)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if cross != 0 {
+		t.Fatalf("%d cross-tenant bodies", cross)
+	}
+	for _, tenant := range tenants {
+		if got := c.up.Calls(tenant, c3UpKey); got != 1 {
+			t.Errorf("tenant %s: upstream calls = %d, want 1", tenant, got)
+		}
+	}
+}
