@@ -31,9 +31,52 @@ func Load(path string) (*Config, error) {
 // errors naming their key path. A key that is absent, or present with a null
 // value, keeps its default.
 func Parse(data []byte) (*Config, error) {
-	root, err := parseDocument(data)
+	c, d, err := decodeDocument(data)
 	if err != nil {
 		return nil, err
+	}
+	if errs := append(d.errs, d.unlessFailed(c.Validate())...); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	c.resolveUpstreams()
+	return c, nil
+}
+
+// Decode reads one YAML document onto the defaults like Parse, but does not
+// validate: cmd/node applies flag and env overrides first (a shared file may
+// be incomplete until LEVEE_NODE_ADVERTISE and friends fill it in), then
+// calls Validate and Resolve.
+func Decode(data []byte) (*Config, error) {
+	c, d, err := decodeDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.errs) > 0 {
+		return nil, errors.Join(d.errs...)
+	}
+	return c, nil
+}
+
+// LoadUnvalidated reads path and Decodes it.
+func LoadUnvalidated(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Resolve sets each route's UpstreamURL; call it after Validate.
+func (c *Config) Resolve() { c.resolveUpstreams() }
+
+func decodeDocument(data []byte) (*Config, *decoder, error) {
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, nil, err
 	}
 	c := Default()
 	d := &decoder{present: map[string]bool{}, merging: map[*yaml.Node]bool{}}
@@ -41,11 +84,7 @@ func Parse(data []byte) (*Config, error) {
 	if !d.present["node.data_dir"] {
 		c.Node.DataDir = dataDirFor(c.Node.Name)
 	}
-	if errs := append(d.errs, d.unlessFailed(c.Validate())...); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	c.resolveUpstreams()
-	return c, nil
+	return c, d, nil
 }
 
 // unlessFailed returns the validation errors not under a key that already

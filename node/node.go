@@ -207,7 +207,7 @@ type Status struct {
 }
 
 func (n *Node) status() any {
-	st := Status{Node: n.cfg.Node.Name, HTTP: n.HTTPAddr()}
+	st := Status{Node: n.cfg.Node.Name, HTTP: advertised(n.cfg.Node.Advertise, n.HTTPAddr())}
 	if n.cluster != nil && n.cluster.ml != nil {
 		st.Members = n.cluster.status()
 	} else {

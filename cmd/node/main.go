@@ -89,7 +89,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	if *path == "" {
 		return nil, errors.New("no config file: run levee -config FILE (or set LEVEE_CONFIG)")
 	}
-	cfg, err := config.Load(*path)
+	// Validation waits for the overrides: a file shared by every node may
+	// only become complete with its node's LEVEE_* variables.
+	cfg, err := config.LoadUnvalidated(*path)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +110,9 @@ func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("config %s: %w", *path, err)
 	}
+	cfg.Resolve()
 	return cfg, nil
 }
 

@@ -230,3 +230,22 @@ func TestServe(t *testing.T) {
 		t.Fatalf("serve on a busy port: exit code = %d, want 1", code)
 	}
 }
+
+// TestSharedFileCompletedByEnv: a file shared by every container may be
+// invalid on its own (raft on 0.0.0.0 needs node.advertise) and become
+// valid once the node's LEVEE_* variables are applied.
+func TestSharedFileCompletedByEnv(t *testing.T) {
+	shared := strings.Replace(validYAML, "routes:", "  raft: 0.0.0.0:8300\nroutes:", 1)
+	path := writeConfig(t, shared)
+	var stderr strings.Builder
+	if _, err := loadConfig([]string{"-config", path}, env(nil), &stderr); err == nil || !strings.Contains(err.Error(), "node.advertise") {
+		t.Fatalf("without advertise: err %v, want one naming node.advertise", err)
+	}
+	cfg, err := loadConfig([]string{"-config", path}, env(map[string]string{"LEVEE_NODE_ADVERTISE": "10.1.2.3"}), &stderr)
+	if err != nil {
+		t.Fatalf("with LEVEE_NODE_ADVERTISE: %v", err)
+	}
+	if cfg.Routes[0].UpstreamURL == nil {
+		t.Fatal("upstream URLs not resolved after overrides")
+	}
+}
