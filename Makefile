@@ -36,3 +36,14 @@ bench:
 
 clean:
 	rm -rf $(BIN) data
+
+# Docker: images are FROM scratch around the static binaries built above
+# (nothing can be pulled), so build first. See docs/docker.md.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+.PHONY: docker-up docker-up-5 docker-down
+docker-up: build
+	$(COMPOSE) up --build -d
+docker-up-5: build
+	$(COMPOSE) --profile five up --build -d
+docker-down:
+	$(COMPOSE) --profile five down -v
