@@ -72,6 +72,26 @@ type BreakerView struct {
 	Forced              bool      `json:"forced,omitempty"`
 	Since               time.Time `json:"since,omitzero"`
 	Transitions         uint64    `json:"transitions"`
+	// Raft is where the committed state was read, when it is replicated.
+	Raft *BreakerRaft `json:"raft,omitempty"`
+	// LocalGuard is this node's own guard breaker for the route (it decides
+	// while no quorum is reachable), when there is one.
+	LocalGuard *BreakerView `json:"local_guard,omitempty"`
+}
+
+// BreakerRaft is the Raft position a committed breaker state was read at.
+type BreakerRaft struct {
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+// BreakerOrigins is optionally implemented by Breakers that replicate their
+// state: the Raft position of the committed table and the local guard's
+// view of route (ok false when the guard has no state for it).
+type BreakerOrigins interface {
+	RaftPosition() BreakerRaft
+	GuardView(route string) (v breaker.View, ok bool)
 }
 
 func viewOf(v breaker.View, now time.Time) BreakerView {
@@ -105,8 +125,28 @@ func (s *Server) breakers(w http.ResponseWriter, r *http.Request) {
 				out = append(out, BreakerView{Route: rt.Name, State: breaker.Closed.String()})
 			}
 		}
+		s.addOrigins(out, now)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// addOrigins fills the Raft position and local guard of each view when the
+// Breakers replicate their state. The position is read once, after the
+// views, so it is never older than the state shown.
+func (s *Server) addOrigins(out []BreakerView, now time.Time) {
+	o, ok := s.cfg.Breakers.(BreakerOrigins)
+	if !ok {
+		return
+	}
+	pos := o.RaftPosition()
+	for i := range out {
+		out[i].Raft = &pos
+		g := BreakerView{Route: out[i].Route, State: breaker.Closed.String()}
+		if v, ok := o.GuardView(out[i].Route); ok {
+			g = viewOf(v, now)
+		}
+		out[i].LocalGuard = &g
+	}
 }
 
 // forceBreaker handles POST /-/breakers/{route}/open|close, guarded by the

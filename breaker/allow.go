@@ -93,13 +93,35 @@ func openError(v View, now time.Time) *OpenError {
 	return &OpenError{Route: v.Route, State: v.State, RetryAfter: wait}
 }
 
+// startReport reserves one of route's limit slots for a failure report;
+// false means limit reports are already in flight from this node.
+func (b *Breaker) startReport(route string, limit int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.reporting[route] >= limit {
+		return false
+	}
+	b.reporting[route]++
+	return true
+}
+
+func (b *Breaker) endReport(route string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.reporting[route]--; b.reporting[route] <= 0 {
+		delete(b.reporting, route)
+	}
+}
+
 // Done reports the outcome of the call t allowed. A call that failed, or
 // that took longer than the route's SlowCall, is a failure:
 //
 //   - probe ticket: proposes OpProbeResult, closing or re-opening the route;
 //   - normal ticket: a failure proposes OpFailure, but only while the route
-//     still looks closed (failures while open change nothing); a success
-//     proposes nothing.
+//     still looks closed (failures while open change nothing) and fewer
+//     than Settings.Failures of this node's reports for the route are in
+//     flight (more would change nothing either); a success proposes
+//     nothing.
 //
 // ctx bounds the proposal; pass one that outlives the caller's request.
 func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
@@ -114,7 +136,10 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
 		c.Op, c.OK, c.OpenFor = OpProbeResult, !failure, int64(t.settings.OpenFor)
 	case !failure || b.reader.View(t.route).State != Closed:
 		return nil
+	case !b.startReport(t.route, t.settings.Failures):
+		return nil
 	default:
+		defer b.endReport(t.route)
 		c.Op, c.Failures, c.MinNodes = OpFailure, t.settings.Failures, t.settings.MinNodes
 		c.Window, c.OpenFor = int64(t.settings.Window), int64(t.settings.OpenFor)
 	}

@@ -83,6 +83,12 @@ type Breaker struct {
 	// this node, so a thousand callers arriving after OpenUntil put one
 	// command in the log, not a thousand.
 	acquiring map[string]struct{}
+	// reporting counts failure reports in flight from this node per route.
+	// Once a route's threshold of reports is in flight, more say nothing
+	// new: if those commit, the route trips (or this node alone cannot
+	// trip it, min_nodes), so a burst of failures costs a few log entries
+	// instead of one per failed call.
+	reporting map[string]int
 }
 
 // New returns a Breaker for cfg; it does no I/O.
@@ -95,7 +101,7 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	return &Breaker{
 		node: cfg.Node, proposer: cfg.Proposer, reader: cfg.Reader, now: cfg.Now,
-		acquiring: make(map[string]struct{}),
+		acquiring: make(map[string]struct{}), reporting: make(map[string]int),
 	}, nil
 }
 

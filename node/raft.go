@@ -227,11 +227,31 @@ func (r *raftPart) gate() gateFunc {
 		} else if err := r.lastCommittedRefuses(route); err != nil {
 			return nil, err
 		}
+		r.adoptCommittedOpen(route)
 		gt, err := r.guard.Allow(ctx, route, s)
 		if err != nil {
 			return nil, err
 		}
 		return func(ctx context.Context, failed bool) error { return r.guard.Done(ctx, gt, failed) }, nil
+	}
+}
+
+// adoptCommittedOpen opens a closed guard when the last committed state of
+// route is open or half-open, with its open period already over. Without
+// it, a node that cannot commit a probe grant (no quorum, or an election
+// under load) would let every caller through its closed guard at once;
+// with it, the guard grants one local probe at a time and the rest fail
+// fast, as the committed breaker would.
+func (r *raftPart) adoptCommittedOpen(route string) {
+	if r.n.table.View(route).State == breaker.Closed || r.guardView.View(route).State != breaker.Closed {
+		return
+	}
+	_, err := r.guardView.Apply(breaker.Command{
+		V: breaker.CommandVersion, Op: breaker.OpFailure, Route: route, Node: r.n.cfg.Node.Name,
+		At: r.n.opts.Now().UnixNano(), Failures: 1, MinNodes: 1, Window: 1, OpenFor: 1,
+	})
+	if err != nil {
+		r.n.log.Warn("local guard could not adopt the committed open state", "route", route, "err", err)
 	}
 }
 

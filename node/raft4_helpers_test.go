@@ -1,0 +1,182 @@
+package node
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/metrics"
+)
+
+const raft4Route = "comments"
+
+// raft4Breaker sets short breaker settings on every node: 3 failures in
+// 30 s trip it, it stays open for openFor, a probe lease is 2 s, and one
+// attempt per logical call so each request is one upstream call.
+func raft4Breaker(openFor time.Duration, minNodes int) clusterOpt {
+	return func(_ int, cfg *config.Config) {
+		b := &cfg.Routes[0].Breaker
+		b.Failures, b.Window, b.OpenFor = 3, config.Duration(30*time.Second), config.Duration(openFor)
+		b.MinNodes, b.ProbeLease = minNodes, config.Duration(2*time.Second)
+		cfg.Routes[0].Retry.MaxAttempts = 1
+	}
+}
+
+// raft4Path is the path of cold key id on the comments route.
+func raft4Path(id int) string { return fmt.Sprintf("/comments/stories/%d/comments", id) }
+
+// keysOwnedBy returns count paths, from id upwards, that node i owns.
+func keysOwnedBy(c *testCluster, i, from, count int) []string {
+	c.t.Helper()
+	var out []string
+	for id := from; len(out) < count; id++ {
+		if p := raft4Path(id); c.ownerOf(i, p, "acme") == i {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// view is node i's committed view of the comments route.
+func (c *testCluster) view(i int) breaker.View { return c.nodes[i].table.View(raft4Route) }
+
+// waitAllState waits until every running node's committed table shows st.
+func waitAllState(c *testCluster, st breaker.State) {
+	c.t.Helper()
+	c.waitFor(10*time.Second, "every node "+st.String(), func() bool {
+		for _, i := range c.running() {
+			if c.view(i).State != st {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitAgreed waits until every running node has applied the same index
+// and holds the same committed table; it returns that table.
+func waitAgreed(c *testCluster) []breaker.View {
+	c.t.Helper()
+	var views []breaker.View
+	c.waitFor(15*time.Second, "every node's FSM equal", func() bool {
+		live := c.running()
+		first := c.nodes[live[0]]
+		idx := first.raft.node.State().AppliedIndex
+		views = first.table.Views()
+		for _, i := range live[1:] {
+			n := c.nodes[i]
+			if n.raft.node.State().AppliedIndex != idx || !reflect.DeepEqual(n.table.Views(), views) {
+				return false
+			}
+		}
+		return true
+	})
+	return views
+}
+
+// waitPastOpen waits until node i's committed open period is over.
+func waitPastOpen(c *testCluster, i int) {
+	c.t.Helper()
+	until := c.view(i).OpenUntil
+	c.waitFor(10*time.Second, "open period to pass", func() bool { return time.Now().After(until) })
+}
+
+// grants is how many probes node i has seen granted (half-open entries).
+func grants(c *testCluster, i int) float64 {
+	return metrics.Counter(c.nodes[i].metrics.ProbeGrants, raft4Route)
+}
+
+// leaderIndex is the index of the Raft leader among running nodes.
+func leaderIndex(c *testCluster) int {
+	c.t.Helper()
+	for _, i := range c.running() {
+		if c.nodes[i].raft.node.IsLeader() {
+			return i
+		}
+	}
+	c.t.Fatal("no leader among running nodes")
+	return -1
+}
+
+// burst sends n concurrent GETs for distinct cold keys (ids from..from+n),
+// spread over the running nodes, and returns the status counts.
+func burst(c *testCluster, n, from int) map[int]int {
+	c.t.Helper()
+	live := c.running()
+	var mu sync.Mutex
+	counts := map[int]int{}
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() {
+			a := c.get(live[k%len(live)], raft4Path(from+k), "X-Tenant", "acme")
+			mu.Lock()
+			counts[a.status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return counts
+}
+
+// newRaft4Cluster is newTestCluster with per-node Options (an injected Raft
+// transport, on-disk Raft, slower timings); nodeOpts runs for node i before
+// each start, so a restart gets the same options.
+func newRaft4Cluster(t *testing.T, n int, nodeOpts func(i int, o *Options), edits ...clusterOpt) *testCluster {
+	t.Helper()
+	up, err := demoupstream.New(demoupstream.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upSrv := httptest.NewServer(up)
+	tr := &http.Transport{MaxIdleConnsPerHost: 256}
+	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
+		opts:   Options{Logger: quietLogger(t), Fast: true, RaftInMemory: true},
+		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
+	for i := range n {
+		cfg := testConfig(t, upSrv.URL)
+		cfg.Node.Name = fmt.Sprintf("n%d", i+1)
+		cfg.Node.Gossip, cfg.Node.Raft = "127.0.0.1:0", "127.0.0.1:0"
+		cfg.Node.BootstrapExpect = min(n, 3)
+		cfg.Cluster.Secret = clusterSecret
+		cfg.Cluster.RejoinInterval = config.Duration(500 * time.Millisecond)
+		cfg.Cluster.DeadAfter = config.Duration(2 * time.Second)
+		cfg.Routes[0].Cache.Fresh = config.Duration(30 * time.Second)
+		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
+		cfg.Routes[0].Cache.StaleIfError = config.Duration(10 * time.Minute)
+		for _, e := range edits {
+			e(i, cfg)
+		}
+		c.cfgs = append(c.cfgs, cfg)
+	}
+	t.Cleanup(func() {
+		c.tr.CloseIdleConnections()
+		for i := range c.nodes {
+			c.stop(i)
+		}
+		up.Close()
+		upSrv.Close()
+	})
+	for i := range n {
+		c.startWith(i, nodeOpts)
+	}
+	c.waitConverged()
+	return c
+}
+
+// startWith starts node i with the cluster's options edited by nodeOpts.
+func (c *testCluster) startWith(i int, nodeOpts func(i int, o *Options)) {
+	c.t.Helper()
+	saved := c.opts
+	defer func() { c.opts = saved }()
+	if nodeOpts != nil {
+		nodeOpts(i, &c.opts)
+	}
+	c.start(i)
+}
