@@ -40,6 +40,14 @@ type clusterOpt func(i int, cfg *config.Config)
 // until every node sees every other on its ring and a Raft leader exists.
 func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 	t.Helper()
+	return newTestClusterWith(t, n, nil, edits...)
+}
+
+// newTestClusterWith is newTestCluster with per-node Options (an injected Raft
+// transport, on-disk Raft, slower timings); nodeOpts runs for node i before
+// each start, so a restart gets the same options.
+func newTestClusterWith(t *testing.T, n int, nodeOpts func(i int, o *Options), edits ...clusterOpt) *testCluster {
+	t.Helper()
 	up, err := demoupstream.New(demoupstream.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -57,9 +65,6 @@ func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 		cfg.Cluster.Secret = clusterSecret
 		cfg.Cluster.RejoinInterval = config.Duration(500 * time.Millisecond)
 		cfg.Cluster.DeadAfter = config.Duration(2 * time.Second)
-		// Real time here (no fake clock across processes' worth of
-		// goroutines): windows long enough that a slow -race run does not
-		// see an entry go stale mid-test unless a test wants it to.
 		cfg.Routes[0].Cache.Fresh = config.Duration(30 * time.Second)
 		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
 		cfg.Routes[0].Cache.StaleIfError = config.Duration(10 * time.Minute)
@@ -77,7 +82,7 @@ func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 		upSrv.Close()
 	})
 	for i := range n {
-		c.start(i)
+		c.startWith(i, nodeOpts)
 	}
 	c.waitConverged()
 	return c

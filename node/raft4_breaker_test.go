@@ -128,7 +128,7 @@ func steadyRaft(_ int, o *Options) {
 // successful one closes everywhere.
 func TestRaft4TripOpensEveryNodeOneProbe(t *testing.T) {
 	const openFor = 2 * time.Second
-	c := newRaft4Cluster(t, 3, steadyRaft, raft4Breaker(openFor, 1))
+	c := newTestClusterWith(t, 3, steadyRaft, raft4Breaker(openFor, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)
@@ -171,7 +171,7 @@ func TestRaft4TripOpensEveryNodeOneProbe(t *testing.T) {
 // TestRaft4LeaderKilledWhileOpen: the committed open state survives the
 // leader's death, a new leader takes over and still grants one probe.
 func TestRaft4LeaderKilledWhileOpen(t *testing.T) {
-	c := newRaft4Cluster(t, 3, steadyRaft, raft4Breaker(2*time.Second, 1))
+	c := newTestClusterWith(t, 3, steadyRaft, raft4Breaker(2*time.Second, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)

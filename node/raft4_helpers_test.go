@@ -2,16 +2,12 @@ package node
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
-	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/metrics"
 )
 
@@ -123,51 +119,6 @@ func burst(c *testCluster, n, from int) map[int]int {
 	}
 	wg.Wait()
 	return counts
-}
-
-// newRaft4Cluster is newTestCluster with per-node Options (an injected Raft
-// transport, on-disk Raft, slower timings); nodeOpts runs for node i before
-// each start, so a restart gets the same options.
-func newRaft4Cluster(t *testing.T, n int, nodeOpts func(i int, o *Options), edits ...clusterOpt) *testCluster {
-	t.Helper()
-	up, err := demoupstream.New(demoupstream.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	upSrv := httptest.NewServer(up)
-	tr := &http.Transport{MaxIdleConnsPerHost: 256}
-	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
-		opts:   Options{Logger: quietLogger(t), Fast: true, RaftInMemory: true},
-		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
-	for i := range n {
-		cfg := testConfig(t, upSrv.URL)
-		cfg.Node.Name = fmt.Sprintf("n%d", i+1)
-		cfg.Node.Gossip, cfg.Node.Raft = "127.0.0.1:0", "127.0.0.1:0"
-		cfg.Node.BootstrapExpect = min(n, 3)
-		cfg.Cluster.Secret = clusterSecret
-		cfg.Cluster.RejoinInterval = config.Duration(500 * time.Millisecond)
-		cfg.Cluster.DeadAfter = config.Duration(2 * time.Second)
-		cfg.Routes[0].Cache.Fresh = config.Duration(30 * time.Second)
-		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
-		cfg.Routes[0].Cache.StaleIfError = config.Duration(10 * time.Minute)
-		for _, e := range edits {
-			e(i, cfg)
-		}
-		c.cfgs = append(c.cfgs, cfg)
-	}
-	t.Cleanup(func() {
-		c.tr.CloseIdleConnections()
-		for i := range c.nodes {
-			c.stop(i)
-		}
-		up.Close()
-		upSrv.Close()
-	})
-	for i := range n {
-		c.startWith(i, nodeOpts)
-	}
-	c.waitConverged()
-	return c
 }
 
 // startWith starts node i with the cluster's options edited by nodeOpts.

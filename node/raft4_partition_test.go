@@ -64,7 +64,7 @@ func (net inmemNet) opts(i int, o *Options) { o.RaftTransport = net[i] }
 // committed breaker. On heal, every node holds the committed state.
 func TestRaft4MinorityPartition(t *testing.T) {
 	net := newInmemNet(t, 3)
-	c := newRaft4Cluster(t, 3, net.opts, raft4Breaker(20*time.Second, 1))
+	c := newTestClusterWith(t, 3, net.opts, raft4Breaker(20*time.Second, 1))
 	// Crash, not Close: a graceful leader hands leadership over with a
 	// TimeoutNow RPC that raft sends from an untracked goroutine.
 	t.Cleanup(func() {
@@ -129,7 +129,7 @@ func forceCycles(t *testing.T, c *testCluster, i, n int) {
 // ends with the same FSM, and a crashed node that missed more than the
 // trailing log comes back with its state and catches up.
 func TestRaft4SnapshotAndRestart(t *testing.T) {
-	c := newRaft4Cluster(t, 3, diskRaft, raft4Breaker(20*time.Second, 1))
+	c := newTestClusterWith(t, 3, diskRaft, raft4Breaker(20*time.Second, 1))
 	forceCycles(t, c, 0, 8)
 	waitAgreed(c)
 	for i := range c.cfgs {
