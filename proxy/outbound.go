@@ -22,6 +22,9 @@ func (e *Engine) upstreamRequest(rt *Route, r *Request, old *store.Entry) *upstr
 	if h == nil {
 		h = http.Header{}
 	}
+	// Tell the upstream (and the chaos harness's demo upstream) which node
+	// made the call; api strips X-Levee-* from clients, so this is ours.
+	h.Set("X-Levee-Node", e.cfg.Node)
 	if cacheable(r.Method) {
 		for _, k := range clientConditionals {
 			h.Del(k)

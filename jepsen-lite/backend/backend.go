@@ -1,0 +1,95 @@
+// Package backend runs a Levee cluster and its demo upstream somewhere the
+// harness can break it for real: as processes in network namespaces
+// (Local) or as the docker compose cluster (Docker). Faults are real:
+// iptables partitions inside each node's network namespace, kill -9 and
+// restart with the same data dir, SIGSTOP/SIGCONT (docker pause), packet
+// loss by iptables, and delay by tc netem where the kernel has it.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrUnsupported is returned by a fault this machine cannot inject (for
+// example tc netem on a kernel without sch_netem). The harness records the
+// nemesis as skipped instead of pretending it ran.
+var ErrUnsupported = errors.New("backend: fault not supported here")
+
+// Node is one Levee node as the harness reaches it.
+type Node struct {
+	Name string // n1, n2, …
+	URL  string // http://host:port of its API, reachable from the harness
+	IP   string // its address on the cluster network (for partitions)
+}
+
+// Config sizes a cluster run.
+type Config struct {
+	Nodes   int    // 3 or 5
+	Dir     string // work dir: configs, data dirs, logs
+	Bin     string // path to the levee binary (local backend)
+	Demo    string // path to the demo-upstream binary (local backend)
+	Secret  string // cluster.secret
+	Admin   string // cluster.admin_token
+	Seed    int64
+	Verbose bool
+}
+
+// Backend runs one cluster. Every method is safe to call from one
+// goroutine at a time (the nemesis); Nodes/Upstream may be read anytime.
+type Backend interface {
+	// Setup creates the network, starts the demo upstream and every node
+	// with the route config the workloads expect (see Routes), and waits
+	// until every node answers /-/readyz.
+	Setup(ctx context.Context) error
+	// Nodes lists the nodes in name order.
+	Nodes() []Node
+	// Routes are the windows and breaker settings the cluster runs with
+	// (route "comments", prefix /comments/, tenant header X-Tenant).
+	Routes() Routes
+	// UpstreamURL is the demo upstream's base URL from the harness
+	// (admin: POST/DELETE /-/faults, GET /-/stats).
+	UpstreamURL() string
+	// Partition cuts traffic between groups: nodes in different groups
+	// cannot reach each other (both directions). Nodes not listed keep all
+	// links. The harness and the upstream stay reachable from every node.
+	Partition(groups [][]string) error
+	// Heal removes every partition and loss rule.
+	Heal() error
+	// Kill sends SIGKILL (docker kill) to a node's process.
+	Kill(name string) error
+	// Restart starts a killed node again with the same data dir.
+	Restart(ctx context.Context, name string) error
+	// Pause and Resume freeze a node's process (SIGSTOP/SIGCONT, docker
+	// pause/unpause).
+	Pause(name string) error
+	Resume(name string) error
+	// Loss drops pct percent of packets into and out of a node.
+	Loss(name string, pct int) error
+	// Delay adds latency to a node's traffic (tc netem); ErrUnsupported
+	// where netem is missing.
+	Delay(name string, d time.Duration) error
+	// Alive reports whether the node's process is running (not killed).
+	Alive(name string) bool
+	// Teardown stops everything and removes namespaces, rules and
+	// containers; safe to call twice and after a failed Setup.
+	Teardown() error
+}
+
+// Route timings every backend configures, so checkers know the windows.
+// The brief's reference route: 15 s fresh + 15 s stale; stale_if_error
+// 10 m; breaker 3 failures in 30 s, open 20 s... shortened here so a 5
+// minute run sees many windows.
+type Routes struct {
+	Fresh, Stale, StaleIfError time.Duration
+	BreakerFailures            int
+	BreakerOpenFor             time.Duration
+	SlowCall                   time.Duration
+}
+
+// DefaultRoutes are the windows the harness runs with.
+func DefaultRoutes() Routes {
+	return Routes{Fresh: 5 * time.Second, Stale: 5 * time.Second, StaleIfError: 2 * time.Minute,
+		BreakerFailures: 3, BreakerOpenFor: 5 * time.Second, SlowCall: 2 * time.Second}
+}

@@ -1,0 +1,76 @@
+// Package history is the run's record: every client operation (invoke,
+// then ok / fail / info), every upstream call, every node's breaker view
+// sampled every few ms, and every fault window, written as JSONL so a run
+// can be checked again later (jepsen-lite -check DIR).
+package history
+
+import "time"
+
+// Op types, as in Jepsen: an invoke, then exactly one completion.
+const (
+	Invoke = "invoke"
+	OK     = "ok"   // a 2xx answer
+	Fail   = "fail" // a definite error answer (4xx/5xx problem)
+	Info   = "info" // indeterminate: timeout, connection error
+)
+
+// Op is one client operation event. Times are nanoseconds since the run
+// started.
+type Op struct {
+	Type     string `json:"type"`
+	Process  int    `json:"process"`  // client id
+	Node     string `json:"node"`     // node the request went to
+	F        string `json:"f"`        // "read" (GET) for now
+	Tenant   string `json:"tenant"`   // X-Tenant sent
+	Key      string `json:"key"`      // path below the route prefix, with query
+	Time     int64  `json:"time"`     // ns since start
+	Status   int    `json:"status,omitempty"`
+	XCache   string `json:"x_cache,omitempty"`
+	Owner    string `json:"owner,omitempty"` // X-Levee-Owner
+	Latency  int64  `json:"latency,omitempty"`
+	// From the demo upstream's tagged body (ok ops only):
+	BodyTenant string    `json:"body_tenant,omitempty"`
+	BodyKey    string    `json:"body_key,omitempty"`
+	Version    int64     `json:"version,omitempty"`
+	FetchedAt  time.Time `json:"fetched_at,omitzero"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// UpstreamCall is one request the demo upstream received.
+type UpstreamCall struct {
+	Time      int64  `json:"time"` // ns since start (harness clock)
+	Tenant    string `json:"tenant"`
+	Key       string `json:"key"` // upstream path + query, as the demo logs it
+	Status    int    `json:"status"`
+	Node      string `json:"node,omitempty"`
+	RequestID string `json:"request_id"`
+}
+
+// BreakerSample is one node's /-/breakers view of one route.
+type BreakerSample struct {
+	Time  int64  `json:"time"`
+	Node  string `json:"node"`
+	Route string `json:"route"`
+	State string `json:"state"` // closed, open, half-open; "" when unreachable
+	Term  uint64 `json:"term,omitempty"`
+	Index uint64 `json:"index,omitempty"`
+	Guard string `json:"guard,omitempty"` // local guard state
+}
+
+// Fault is one nemesis window.
+type Fault struct {
+	Kind    string   `json:"kind"` // isolate-node, isolate-leader, isolate-owner, halves, majorities-ring, bridge, kill, kill-leader, kill-minority, pause, loss, delay, upstream-down, upstream-429, upstream-slow, upstream-5xx, upstream-reset
+	Targets []string `json:"targets,omitempty"`
+	Start   int64    `json:"start"`
+	End     int64    `json:"end"` // 0 while open
+	Skipped string   `json:"skipped,omitempty"` // why it could not run here
+}
+
+// Membership is one node's view of the cluster, sampled.
+type Membership struct {
+	Time    int64    `json:"time"`
+	Node    string   `json:"node"`
+	Alive   []string `json:"alive"`
+	Leader  string   `json:"leader"`
+	Reached bool     `json:"reached"`
+}
