@@ -155,17 +155,17 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Response, error) {
 	now := e.cfg.Now()
 	pkey := primaryKey(rt, r)
-	key, ent := e.lookup(pkey, r.Header)
+	_, ent := e.lookup(pkey, r.Header)
 	if ent != nil {
 		switch ent.Freshness(now) {
 		case store.Fresh:
 			return e.fromEntry(ent, Hit, "", now), nil
 		case store.Stale:
-			e.refresh(rt, r, pkey, key, ent)
+			e.refresh(rt, r, pkey, ent)
 			return e.fromEntry(ent, Stale, "", now), nil
 		}
 	}
-	f, err := e.fetchCoalesced(ctx, rt, r, pkey, key, ent)
+	f, err := e.fetchCoalesced(ctx, rt, r, pkey, ent)
 	if err != nil {
 		return e.fallback(ent, err, e.cfg.Now())
 	}
@@ -214,7 +214,7 @@ func flightKey(key string, h http.Header) string {
 
 // fetchCoalesced runs (or joins) the one flight for key. A caller that
 // joined a flight for a different variant of the same URL fetches its own.
-func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey, key string, old *store.Entry) (*flight, error) {
+func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (*flight, error) {
 	fetch := func(old *store.Entry) func(context.Context) (*flight, error) {
 		return func(fctx context.Context) (*flight, error) {
 			// Double-check: a flight for this key may have finished and
@@ -241,7 +241,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 // refresh starts the one background revalidation of a stale entry, unless a
 // fetch for the key is already in flight. The request is copied: the
 // caller's is answered and gone long before the refresh ends.
-func (e *Engine) refresh(rt *Route, r *Request, pkey, key string, old *store.Entry) {
+func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	rc := *r
 	rc.Header = r.Header.Clone()
 	e.flights.Start(flightKey(pkey, r.Header), func(ctx context.Context) (*flight, error) {
