@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -117,6 +118,7 @@ func (b *Breaker) endReport(route string) {
 // that took longer than the route's SlowCall, is a failure:
 //
 //   - probe ticket: proposes OpProbeResult, closing or re-opening the route;
+//     a failed proposal is retried (see proposeProbeResult);
 //   - normal ticket: a failure proposes OpFailure, but only while the route
 //     still looks closed (failures while open change nothing) and fewer
 //     than Settings.Failures of this node's reports for the route are in
@@ -134,6 +136,7 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
 	switch {
 	case t.probe:
 		c.Op, c.OK, c.OpenFor = OpProbeResult, !failure, int64(t.settings.OpenFor)
+		return b.proposeProbeResult(ctx, c)
 	case !failure || b.reader.View(t.route).State != Closed:
 		return nil
 	case !b.startReport(t.route, t.settings.Failures):
@@ -147,4 +150,53 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
 		return fmt.Errorf("breaker: propose %s for %q: %w", c.Op, t.route, err)
 	}
 	return nil
+}
+
+// Probe result retries: a lost result leaves the route half-open, failing
+// every caller fast, until the probe lease ends, so one failed proposal (an
+// election, a timeout under load) is worth a short second try.
+const (
+	// probeResultAttempts bounds the proposals of one probe result.
+	probeResultAttempts = 3
+	// probeResultBudget bounds all attempts together, backoff included.
+	probeResultBudget = 2 * time.Second
+	// probeResultBackoff is the wait before the second attempt; it doubles.
+	probeResultBackoff = 100 * time.Millisecond
+)
+
+// proposeProbeResult proposes the probe result c, retrying a failed
+// proposal up to probeResultAttempts times within probeResultBudget of ctx.
+// Re-proposing is safe: the table applies a result only while the route is
+// half-open with this node as prober, so a duplicate of an attempt that
+// did commit (a timeout says nothing about that) changes nothing. A
+// malformed command is not retried.
+func (b *Breaker) proposeProbeResult(ctx context.Context, c Command) error {
+	ctx, cancel := context.WithTimeout(ctx, probeResultBudget)
+	defer cancel()
+	wait := probeResultBackoff
+	var err error
+	for attempt := 1; ; attempt++ {
+		if _, err = b.proposer.Propose(ctx, c); err == nil {
+			return nil
+		}
+		if attempt == probeResultAttempts || errors.Is(err, ErrBadCommand) || !sleep(ctx, wait) {
+			return fmt.Errorf("breaker: propose %s for %q (%d attempts): %w", c.Op, c.Route, attempt, err)
+		}
+		if v := b.reader.View(c.Route); v.State != HalfOpen || v.Prober != b.node {
+			return nil // decided meanwhile: a failed attempt committed after all, or an admin forced it
+		}
+		wait *= 2
+	}
+}
+
+// sleep waits d unless ctx ends first; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

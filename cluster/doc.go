@@ -16,7 +16,9 @@
 // metadata (msgpack). Memberlist cannot tell a graceful leave from a failure
 // in NotifyLeave (hashicorp/memberlist#266), so Leave first gossips a
 // "leaving" flag in the metadata, serf-style, and peers that saw it report
-// EventLeave instead of EventFail.
+// EventLeave instead of EventFail. The same metadata carries a
+// "bootstrapped" flag (SetBootstrapped): the node holds Raft state, so a
+// fresh node that sees it never bootstraps a second Raft cluster.
 //
 // Memberlist never re-joins a peer it has declared dead
 // (hashicorp/memberlist#222), so a rejoin loop periodically re-joins the

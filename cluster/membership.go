@@ -27,6 +27,9 @@ var (
 	// ErrLeaveTimeout reports a Leave whose broadcast was not confirmed
 	// in time; the node has still left and keeps gossiping it until Close.
 	ErrLeaveTimeout = errors.New("cluster: leave broadcast not confirmed in time")
+	// ErrUpdateTimeout reports a metadata change whose broadcast was not
+	// confirmed in time; it is still in effect and spreads by gossip.
+	ErrUpdateTimeout = errors.New("cluster: metadata update not confirmed in time")
 )
 
 // MemberState is a member's liveness as this node sees it.
@@ -66,6 +69,9 @@ type Member struct {
 	HTTPAddr   string // from node metadata; "" if the peer sent none or it was undecodable
 	RaftAddr   string // from node metadata; "" if none
 	State      MemberState
+	// Bootstrapped is the member's gossiped "I hold Raft state" flag (see
+	// Membership.SetBootstrapped); false if it never set it or predates it.
+	Bootstrapped bool
 }
 
 // EventType says what happened to a member.
@@ -121,6 +127,7 @@ type Membership struct {
 	events chan Event
 
 	leaving        atomic.Bool  // advertise Leaving in metadata
+	bootstrapped   atomic.Bool  // advertise Bootstrapped in metadata
 	rejoinAttempts atomic.Int64 // rejoin loop iterations, for tests and debugging
 
 	lifeMu  sync.Mutex // serialises Start, Leave and Close
@@ -236,7 +243,7 @@ func (m *Membership) memberlistConfig() *memberlist.Config {
 
 // localMeta is the metadata this node advertises right now.
 func (m *Membership) localMeta() nodeMeta {
-	return nodeMeta{HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, Leaving: m.leaving.Load()}
+	return nodeMeta{HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, Leaving: m.leaving.Load(), Bootstrapped: m.bootstrapped.Load()}
 }
 
 // join contacts addrs; failure is logged because the rejoin loop retries.
@@ -300,7 +307,8 @@ func (m *Membership) toMember(n *memberlist.Node) (Member, nodeMeta) {
 	if err != nil {
 		m.log.Warn("ignoring peer metadata", "member", n.Name, "err", err)
 	}
-	return Member{Name: n.Name, GossipAddr: n.Address(), HTTPAddr: meta.HTTPAddr, RaftAddr: meta.RaftAddr, State: Alive}, meta
+	return Member{Name: n.Name, GossipAddr: n.Address(), HTTPAddr: meta.HTTPAddr, RaftAddr: meta.RaftAddr,
+		State: Alive, Bootstrapped: meta.Bootstrapped}, meta
 }
 
 func (m *Membership) onJoin(n *memberlist.Node) {
@@ -368,7 +376,8 @@ func (m *Membership) Local() Member {
 	if rec := m.members[m.cfg.Name]; rec != nil {
 		return rec.member
 	}
-	return Member{Name: m.cfg.Name, GossipAddr: m.gossip, HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, State: Alive}
+	return Member{Name: m.cfg.Name, GossipAddr: m.gossip, HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr,
+		State: Alive, Bootstrapped: m.bootstrapped.Load()}
 }
 
 // GossipAddr returns the host:port peers reach this node at (the advertised
@@ -404,6 +413,28 @@ func (m *Membership) Leave(timeout time.Duration) error {
 	}
 	if err := m.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("%w: %w", ErrLeaveTimeout, err)
+	}
+	return nil
+}
+
+// SetBootstrapped sets the Bootstrapped flag this node gossips (Raft glue
+// publishes "this node holds Raft state" with it) and, once started, waits
+// up to timeout for the update to be broadcast; ErrUpdateTimeout then means
+// the flag is set and still spreading. Peers see it as an EventUpdate.
+// Before Start it only sets what Start will advertise. Setting the current
+// value again sends nothing.
+func (m *Membership) SetBootstrapped(v bool, timeout time.Duration) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	switch {
+	case m.closed:
+		return ErrMembershipClosed
+	case m.bootstrapped.Swap(v) == v, !m.started:
+		return nil
+	}
+	// A non-positive wait would make memberlist wait forever.
+	if err := m.ml.UpdateNode(max(timeout, time.Millisecond)); err != nil {
+		return fmt.Errorf("%w: %w", ErrUpdateTimeout, err)
 	}
 	return nil
 }

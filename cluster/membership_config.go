@@ -214,7 +214,7 @@ func (c MembershipConfig) validateAddrs() error {
 			return fmt.Errorf("%w: Join %q: %w", ErrInvalidMembershipConfig, seed, err)
 		}
 	}
-	meta, err := encodeNodeMeta(nodeMeta{HTTPAddr: c.HTTPAddr, RaftAddr: c.RaftAddr, Leaving: true})
+	meta, err := encodeNodeMeta(nodeMeta{HTTPAddr: c.HTTPAddr, RaftAddr: c.RaftAddr, Leaving: true, Bootstrapped: true})
 	if err != nil {
 		return fmt.Errorf("%w: metadata: %w", ErrInvalidMembershipConfig, err)
 	}

@@ -23,6 +23,10 @@ type nodeMeta struct {
 	// Leaving is set by Leave just before the leave broadcast, so peers
 	// can tell a graceful leave from a failure.
 	Leaving bool `msgpack:"l,omitempty"`
+	// Bootstrapped is set once the node holds Raft state (SetBootstrapped),
+	// so a fresh node never bootstraps a second cluster next to it. Nodes
+	// that predate the field omit it and decode as false.
+	Bootstrapped bool `msgpack:"b,omitempty"`
 }
 
 func encodeNodeMeta(m nodeMeta) ([]byte, error) {
@@ -49,7 +53,7 @@ type memberMeta struct{ m *Membership }
 func (d memberMeta) NodeMeta(limit int) []byte {
 	meta, err := encodeNodeMeta(d.m.localMeta())
 	if err != nil || len(meta) > limit {
-		// Validate checked the size with Leaving set, so this is
+		// Validate checked the size with every flag set, so this is
 		// unreachable; returning nil beats memberlist's panic on oversize.
 		d.m.log.Error("node metadata unusable", "err", err, "bytes", len(meta), "limit", limit)
 		return nil

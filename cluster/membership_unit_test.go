@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestMembershipConfigValidate(t *testing.T) {
@@ -176,6 +179,8 @@ func TestNodeMetaRoundTrip(t *testing.T) {
 		{"empty", nodeMeta{}},
 		{"addrs", nodeMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090"}},
 		{"leaving", nodeMeta{HTTPAddr: "[::1]:80", Leaving: true}},
+		{"bootstrapped", nodeMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Bootstrapped: true}},
+		{"all flags", nodeMeta{HTTPAddr: "10.0.0.1:8080", Leaving: true, Bootstrapped: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,8 +201,49 @@ func TestNodeMetaRoundTrip(t *testing.T) {
 	}
 }
 
+// TestNodeMetaCompatible: metadata from a node that predates a field
+// decodes with the field unset, and an older node decoding newer metadata
+// ignores the fields it does not know.
+func TestNodeMetaCompatible(t *testing.T) {
+	type oldMeta struct {
+		HTTPAddr string `msgpack:"h"`
+		RaftAddr string `msgpack:"r"`
+		Leaving  bool   `msgpack:"l,omitempty"`
+	}
+	cases := []struct {
+		name string
+		from any
+		into any
+		want any
+	}{
+		{"old to new", oldMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Leaving: true}, &nodeMeta{},
+			nodeMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Leaving: true}},
+		{"new to old", nodeMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Bootstrapped: true}, &oldMeta{},
+			oldMeta{HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := msgpack.Marshal(tc.from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := msgpack.Unmarshal(b, tc.into); err != nil {
+				t.Fatal(err)
+			}
+			if got := reflect.ValueOf(tc.into).Elem().Interface(); got != tc.want {
+				t.Fatalf("decoded %+v, want %+v", got, tc.want)
+			}
+			if _, ok := tc.into.(*nodeMeta); ok {
+				if got, err := decodeNodeMeta(b); err != nil || got != tc.want {
+					t.Fatalf("decodeNodeMeta = %+v, %v; want %+v", got, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
 func FuzzDecodeNodeMeta(f *testing.F) {
-	for _, m := range []nodeMeta{{}, {HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Leaving: true}} {
+	for _, m := range []nodeMeta{{}, {HTTPAddr: "10.0.0.1:8080", RaftAddr: "10.0.0.1:9090", Leaving: true}, {Bootstrapped: true}} {
 		b, err := encodeNodeMeta(m)
 		if err != nil {
 			f.Fatal(err)

@@ -59,7 +59,7 @@ func New() *Metrics {
 		Replicated:       f.counter("levee_replication_total", "Entries pushed to (sent) or received from (received) replica nodes, by outcome.", "direction", "outcome"),
 		NearCache:        f.counter("levee_near_cache_total", "Near-cache lookups on non-owner nodes (hit, miss).", "result"),
 		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
-		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time from proposing a breaker command to its commit.", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
+		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time for a breaker command to commit and apply, observed on the proposing node (on a follower: including the forward to the leader) and again on the leader for each command a follower forwarded (the leader's local append, replication and apply only).", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
 	}
 }
 

@@ -85,6 +85,11 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 		return err
 	}
 	c.ml = ml
+	if c.n.raft != nil && c.n.raft.node.HasState() {
+		// Restarted with Raft state: say so in the very first gossip. Before
+		// Start this only sets the flag and cannot fail.
+		_ = ml.SetBootstrapped(true, 0)
+	}
 	if err := ml.Start(ctx); err != nil {
 		return fmt.Errorf("node: gossip on node.gossip %s: %w", cfg.Node.Gossip, err)
 	}

@@ -272,7 +272,13 @@ func (n *Node) startCluster(ctx context.Context) error {
 		raftAddr = n.raft.node.Addr()
 	}
 	if n.cluster != nil {
-		return n.cluster.start(ctx, n.HTTPAddr(), raftAddr)
+		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr); err != nil {
+			return err
+		}
+		if n.raft != nil {
+			n.raft.startPublishing(n.cluster.ml)
+		}
+		return nil
 	}
 	if n.raft != nil { // raft without gossip: a one-voter cluster
 		n.raft.node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
@@ -309,6 +315,9 @@ func (n *Node) Crash() error { return n.close(false) }
 
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
+		if n.raft != nil {
+			n.raft.stopPublishing() // before gossip changes under it
+		}
 		if graceful && n.cluster != nil && n.cluster.ml != nil {
 			if err := n.cluster.ml.Leave(2 * time.Second); err != nil {
 				n.log.Warn("gossip leave", "err", err)

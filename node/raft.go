@@ -28,6 +28,12 @@ type raftPart struct {
 
 	mu       sync.Mutex
 	deadSeen map[string]time.Time // when a member was first seen dead or left
+
+	// formed is nudged on every leader change: the moment this node is most
+	// likely to have just gained Raft state worth gossiping.
+	formed      chan struct{}
+	stopPublish context.CancelFunc // nil until startPublishing
+	publishWG   sync.WaitGroup
 }
 
 // proposeTimeout bounds one breaker proposal: a node that cannot commit in
@@ -72,7 +78,7 @@ func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.R
 }
 
 func newRaftPart(n *Node) (*raftPart, error) {
-	r := &raftPart{n: n, deadSeen: map[string]time.Time{}}
+	r := &raftPart{n: n, deadSeen: map[string]time.Time{}, formed: make(chan struct{}, 1)}
 	cfg := n.cfg
 	cc := consensus.DefaultConfig()
 	cc.NodeID, cc.BindAddr, cc.DataDir = cfg.Node.Name, cfg.Node.Raft, cfg.Node.DataDir
@@ -86,6 +92,10 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	cc.OnLeaderChange = func(isLeader bool, leader string) {
 		n.metrics.LeaderChanges.Inc()
 		n.log.Info("raft leader", "leader", leader, "self", isLeader)
+		select {
+		case r.formed <- struct{}{}:
+		default: // a nudge is already pending
+		}
 	}
 	if n.opts.Fast {
 		cc.Timings = consensus.FastTimings()
@@ -139,7 +149,15 @@ func (r *raftPart) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, erro
 	if data, err = c.Encode(); err != nil {
 		return nil, err
 	}
-	return r.node.ApplyLocal(ctx, data)
+	// Followers time the whole forwarded proposal; this is the leader's
+	// share of it (append, replicate to a quorum, apply), which otherwise
+	// would not show in the leader's metrics at all.
+	start := time.Now()
+	out, err := r.node.ApplyLocal(ctx, data)
+	if err == nil {
+		r.n.metrics.CommitLatency.Observe(time.Since(start).Seconds())
+	}
+	return out, err
 }
 
 // reconcile gives Raft the gossip view: it bootstraps once bootstrap_expect
@@ -155,7 +173,7 @@ func (r *raftPart) reconcile() {
 		if m.RaftAddr == "" {
 			continue
 		}
-		p := consensus.Peer{ID: m.Name, RaftAddr: m.RaftAddr, Status: peerStatus(m.State)}
+		p := consensus.Peer{ID: m.Name, RaftAddr: m.RaftAddr, Status: peerStatus(m.State), Bootstrapped: m.Bootstrapped}
 		if p.Status == consensus.PeerAlive {
 			delete(r.deadSeen, m.Name)
 		} else if _, ok := r.deadSeen[m.Name]; !ok {
@@ -166,6 +184,53 @@ func (r *raftPart) reconcile() {
 	}
 	r.mu.Unlock()
 	r.node.Reconcile(peers)
+}
+
+// startPublishing gossips "this node holds Raft state" as soon as it does:
+// at once for a node restarted with state, otherwise after it bootstraps or
+// a leader replicates to it. Peers pass the flag to consensus as
+// Peer.Bootstrapped, which stops a fresh node from bootstrapping a second
+// cluster next to a formed one.
+func (r *raftPart) startPublishing(ml *cluster.Membership) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stopPublish = cancel
+	r.publishWG.Go(func() { r.publishState(ctx, ml) })
+}
+
+// stopPublishing ends the publisher; safe to call twice or before start.
+func (r *raftPart) stopPublishing() {
+	if r.stopPublish != nil {
+		r.stopPublish()
+	}
+	r.publishWG.Wait()
+}
+
+// publishState polls HasState (woken early by leader changes) until it
+// holds, then sets the gossip flag once: Raft state is never lost while
+// the node runs.
+func (r *raftPart) publishState(ctx context.Context, ml *cluster.Membership) {
+	poll := time.Second
+	if r.n.opts.Fast {
+		poll = 100 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for !r.node.HasState() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.formed:
+		}
+	}
+	switch err := ml.SetBootstrapped(true, poll); {
+	case errors.Is(err, cluster.ErrUpdateTimeout):
+		r.n.log.Debug("bootstrapped flag still spreading", "err", err)
+	case err != nil:
+		r.n.log.Warn("could not gossip the bootstrapped flag", "err", err)
+	default:
+		r.n.log.Debug("gossiping the bootstrapped flag")
+	}
 }
 
 func peerStatus(s cluster.MemberState) consensus.PeerStatus {
