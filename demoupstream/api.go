@@ -38,6 +38,7 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	call := Call{
 		Time: s.cfg.Now(), Method: r.Method, Key: KeyOf(r.URL), Tenant: r.Header.Get(HeaderTenant),
 		Conditional: isConditional(r), RequestID: w.Header().Get(HeaderRequestID),
+		Node: r.Header.Get(HeaderNodeHint),
 	}
 	s.stats.begin(tenantKey{call.Tenant, call.Key})
 	sw := &statusWriter{ResponseWriter: w}

@@ -63,6 +63,9 @@ func TestEndpointsAreTagged(t *testing.T) {
 			if r.header.Get(HeaderRequestID) == "" || r.header.Get("Content-Type") != "application/json" {
 				t.Errorf("headers = %v", r.header)
 			}
+			if c := h.s.Log()[len(h.s.Log())-1]; c.Node != "node-2" || c.RequestID != r.header.Get(HeaderRequestID) {
+				t.Errorf("call log entry = %+v, want node node-2 and the response's request id", c)
+			}
 			if tc.status != 200 {
 				if env.Error == nil || env.Error.Code != "not_found" || env.Version != 0 {
 					t.Errorf("error body = %s", r.body)

@@ -23,6 +23,9 @@ type Call struct {
 	// Fault is the injected mode that decided the answer, "" if none.
 	Fault     string `json:"fault,omitempty"`
 	RequestID string `json:"request_id"`
+	// Node is the X-Levee-Node request header: which Levee node made the
+	// call, so the chaos harness can attribute upstream calls to nodes.
+	Node string `json:"node,omitempty"`
 }
 
 // KeyCalls is the call count of one (tenant, key).

@@ -9,6 +9,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 )
 
@@ -34,6 +35,12 @@ type Config struct {
 	Admin   string // cluster.admin_token
 	Seed    int64
 	Verbose bool
+	// Compose is the repo's docker-compose.yml (docker backend). Default
+	// "": the first docker-compose.yml found walking up from the working
+	// directory.
+	Compose string
+	// Log receives setup steps and fault commands. Default nil: discarded.
+	Log *slog.Logger
 }
 
 // Backend runs one cluster. Every method is safe to call from one

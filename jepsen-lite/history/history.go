@@ -17,17 +17,17 @@ const (
 // Op is one client operation event. Times are nanoseconds since the run
 // started.
 type Op struct {
-	Type     string `json:"type"`
-	Process  int    `json:"process"`  // client id
-	Node     string `json:"node"`     // node the request went to
-	F        string `json:"f"`        // "read" (GET) for now
-	Tenant   string `json:"tenant"`   // X-Tenant sent
-	Key      string `json:"key"`      // path below the route prefix, with query
-	Time     int64  `json:"time"`     // ns since start
-	Status   int    `json:"status,omitempty"`
-	XCache   string `json:"x_cache,omitempty"`
-	Owner    string `json:"owner,omitempty"` // X-Levee-Owner
-	Latency  int64  `json:"latency,omitempty"`
+	Type    string `json:"type"`
+	Process int    `json:"process"` // client id
+	Node    string `json:"node"`    // node the request went to
+	F       string `json:"f"`       // "read" (GET) for now
+	Tenant  string `json:"tenant"`  // X-Tenant sent
+	Key     string `json:"key"`     // path below the route prefix, with query
+	Time    int64  `json:"time"`    // ns since start
+	Status  int    `json:"status,omitempty"`
+	XCache  string `json:"x_cache,omitempty"`
+	Owner   string `json:"owner,omitempty"` // X-Levee-Owner
+	Latency int64  `json:"latency,omitempty"`
 	// From the demo upstream's tagged body (ok ops only):
 	BodyTenant string    `json:"body_tenant,omitempty"`
 	BodyKey    string    `json:"body_key,omitempty"`
@@ -44,6 +44,10 @@ type UpstreamCall struct {
 	Status    int    `json:"status"`
 	Node      string `json:"node,omitempty"`
 	RequestID string `json:"request_id"`
+	// Conditional: the call carried If-None-Match / If-Modified-Since.
+	Conditional bool `json:"conditional,omitempty"`
+	// Fault is the upstream fault mode that decided the answer, "" if none.
+	Fault string `json:"fault,omitempty"`
 }
 
 // BreakerSample is one node's /-/breakers view of one route.
@@ -55,6 +59,8 @@ type BreakerSample struct {
 	Term  uint64 `json:"term,omitempty"`
 	Index uint64 `json:"index,omitempty"`
 	Guard string `json:"guard,omitempty"` // local guard state
+	// Prober is the node holding the half-open probe, when there is one.
+	Prober string `json:"prober,omitempty"`
 }
 
 // Fault is one nemesis window.
@@ -62,8 +68,13 @@ type Fault struct {
 	Kind    string   `json:"kind"` // isolate-node, isolate-leader, isolate-owner, halves, majorities-ring, bridge, kill, kill-leader, kill-minority, pause, loss, delay, upstream-down, upstream-429, upstream-slow, upstream-5xx, upstream-reset
 	Targets []string `json:"targets,omitempty"`
 	Start   int64    `json:"start"`
-	End     int64    `json:"end"` // 0 while open
+	End     int64    `json:"end"`               // 0 while open
 	Skipped string   `json:"skipped,omitempty"` // why it could not run here
+	// Groups are the sides of a partition (a node in two groups bridges
+	// them); empty for faults that are not partitions.
+	Groups [][]string `json:"groups,omitempty"`
+	// Note says what the nemesis found or did (leader, owner, errors).
+	Note string `json:"note,omitempty"`
 }
 
 // Membership is one node's view of the cluster, sampled.
@@ -73,4 +84,8 @@ type Membership struct {
 	Alive   []string `json:"alive"`
 	Leader  string   `json:"leader"`
 	Reached bool     `json:"reached"`
+	// Ring lists the members with a ring share > 0 in this node's view.
+	Ring []string `json:"ring,omitempty"`
+	// Term is this node's Raft term.
+	Term uint64 `json:"term,omitempty"`
 }

@@ -1,0 +1,188 @@
+package checker
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+// tenantKey identifies one cached resource.
+type tenantKey struct{ tenant, key string }
+
+// freshWindow is one anchored fresh window of a key: the successful fetch
+// that opened it and the further successful fetches inside it.
+type freshWindow struct {
+	key    tenantKey
+	anchor int64
+	calls  []history.UpstreamCall
+}
+
+// Coalescing checks that the upstream sees at most one successful fetch per
+// (tenant, key) per fresh window while healthy, and at most sides +
+// ownership moves while a fault (or its settling time) overlaps the window.
+func Coalescing(h *History, cfg Config) Result {
+	b := newResult("coalescing", cfg)
+	windows := freshWindows(h, cfg)
+	var healthy, faulty, extraHealthy, extraFaulty, maxHealthy, maxFaulty, allowedMax int
+	for _, w := range windows {
+		end := w.anchor + h.Meta.Routes.Fresh.Nanoseconds()
+		if h.healthyThrough(w.anchor, end, cfg) {
+			healthy++
+			extraHealthy += len(w.calls) - 1
+			maxHealthy = max(maxHealthy, len(w.calls))
+			if len(w.calls) > 1 {
+				b.violate(w.calls[1].Time, "%s %s: %d successful upstream calls within one fresh window while healthy (%s)",
+					w.key.tenant, w.key.key, len(w.calls), describeCalls(w.calls))
+			}
+			continue
+		}
+		faulty++
+		allowed := h.sidesDuring(w.anchor, end, cfg) + h.ownershipMoves(w.anchor, end) + h.abandonedDuring(w.anchor, end, cfg)
+		allowedMax = max(allowedMax, allowed)
+		extraFaulty += len(w.calls) - 1
+		maxFaulty = max(maxFaulty, len(w.calls))
+		if len(w.calls) > allowed {
+			b.violate(w.calls[1].Time, "%s %s: %d successful upstream calls within one fresh window during %s, allowed %d (sides + ownership moves + abandoned slow calls) (%s)",
+				w.key.tenant, w.key.key, len(w.calls), h.phaseAt(w.anchor, cfg.Settle), allowed, describeCalls(w.calls))
+		}
+	}
+	b.fig("successful fetches", "%d", successfulCalls(h.Upstream))
+	b.fig("fresh windows healthy/faulty", "%d/%d", healthy, faulty)
+	b.fig("extra calls healthy", "%d (max %d in one window)", extraHealthy, maxHealthy)
+	b.fig("extra calls faulty", "%d (max %d in one window, allowed up to %d)", extraFaulty, maxFaulty, allowedMax)
+	return b.done()
+}
+
+// freshWindows groups each key's successful fetches (status 200 or 304)
+// greedily: a fetch opens a window unless it comes less than Fresh −
+// ClockSlack after the fetch that opened the current one.
+func freshWindows(h *History, cfg Config) []freshWindow {
+	byKey := map[tenantKey][]history.UpstreamCall{}
+	for _, c := range h.Upstream {
+		if c.Status == 200 || c.Status == 304 {
+			k := tenantKey{c.Tenant, c.Key}
+			byKey[k] = append(byKey[k], c)
+		}
+	}
+	span := (h.Meta.Routes.Fresh - cfg.ClockSlack).Nanoseconds()
+	var out []freshWindow
+	for k, calls := range byKey {
+		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time < calls[j].Time })
+		for _, c := range calls {
+			if n := len(out); n > 0 && out[n-1].key == k && c.Time-out[n-1].anchor < span {
+				out[n-1].calls = append(out[n-1].calls, c)
+				continue
+			}
+			out = append(out, freshWindow{key: k, anchor: c.Time, calls: []history.UpstreamCall{c}})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].anchor < out[j].anchor })
+	return out
+}
+
+func successfulCalls(calls []history.UpstreamCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.Status == 200 || c.Status == 304 {
+			n++
+		}
+	}
+	return n
+}
+
+func describeCalls(calls []history.UpstreamCall) string {
+	var parts []string
+	for _, c := range calls {
+		parts = append(parts, secs(c.Time)+" from "+orUnknown(c.Node))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
+}
+
+// healthyThrough reports whether every instant of [from, to] is healthy:
+// no window of a fault that ran overlaps [from − Settle, to].
+func (h *History) healthyThrough(from, to int64, cfg Config) bool {
+	for _, f := range h.active() {
+		if f.Start <= to && h.faultEnd(f)+cfg.Settle.Nanoseconds() >= from {
+			return false
+		}
+	}
+	return true
+}
+
+// sidesDuring is the largest number of sides any fault overlapping
+// [from − Settle, to] made: for a partition its groups plus every node in
+// no group (a bridge node sees both sides, so it is a view of its own);
+// for loss or delay, the degraded nodes plus the rest (a forward to the
+// owner that is lost makes the node fetch itself); 1 otherwise.
+func (h *History) sidesDuring(from, to int64, cfg Config) int {
+	sides := 1
+	for _, f := range h.active() {
+		if f.Start > to || h.faultEnd(f)+cfg.Settle.Nanoseconds() < from {
+			continue
+		}
+		switch {
+		case len(f.Groups) > 0:
+			sides = max(sides, len(f.Groups)+len(h.ungrouped(f.Groups)))
+		case f.Kind == "loss" || f.Kind == "delay":
+			sides = max(sides, 1+len(f.Targets))
+		}
+	}
+	return sides
+}
+
+// ungrouped lists the run's nodes that are in none of groups.
+func (h *History) ungrouped(groups [][]string) []string {
+	in := map[string]bool{}
+	for _, g := range groups {
+		for _, n := range g {
+			in[n] = true
+		}
+	}
+	var out []string
+	for _, n := range h.Meta.Nodes {
+		if !in[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// ownershipMoves counts the distinct ring views sampled on any node during
+// [from, to], minus one: each different view can place a key on a
+// different owner.
+func (h *History) ownershipMoves(from, to int64) int {
+	views := map[string]bool{}
+	for _, m := range h.Members {
+		if m.Time >= from && m.Time <= to && m.Reached {
+			views[strings.Join(sortedCopy(m.Ring), ",")] = true
+		}
+	}
+	return max(len(views)-1, 0)
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+// abandonedDuring is 1 when an upstream-slow window overlaps [from −
+// Settle, to]: a slow call that outlives the node's retry budget is
+// abandoned by the node although the upstream logs it as a 200, so the
+// next read legitimately fetches again.
+func (h *History) abandonedDuring(from, to int64, cfg Config) int {
+	for _, f := range h.active() {
+		if f.Kind == "upstream-slow" && f.Start <= to && h.faultEnd(f)+cfg.Settle.Nanoseconds() >= from {
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,163 @@
+package checker
+
+import (
+	"sort"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/backend"
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+// Meta describes a run: what ran, with which windows, and how it ended.
+type Meta struct {
+	Seed    int64          `json:"seed"`
+	Backend string         `json:"backend"`
+	Nemesis string         `json:"nemesis"`
+	Nodes   []string       `json:"nodes"`
+	Routes  backend.Routes `json:"routes"`
+	// Start is the wall-clock instant of run time 0; body fetched_at times
+	// are mapped onto the run clock through it (same machine, same clock).
+	Start time.Time `json:"start"`
+	// End is the run time (ns) the workload stopped.
+	End int64 `json:"end"`
+	// AliveAtEnd is each node's process liveness after the quiet period.
+	AliveAtEnd map[string]bool `json:"alive_at_end"`
+}
+
+// History is everything a run recorded.
+type History struct {
+	Meta     Meta
+	Ops      []history.Op
+	Upstream []history.UpstreamCall
+	Breakers []history.BreakerSample
+	Members  []history.Membership
+	Faults   []history.Fault
+}
+
+// Config holds the checkers' tolerances; each is stated in the README.
+type Config struct {
+	// Settle is how long after a fault window ends the cluster still counts
+	// as recovering rather than healthy. Default 5s.
+	Settle time.Duration
+	// ClockSlack absorbs the gap between the upstream stamping fetched_at
+	// and the harness stamping an op (same machine clock). Default 1s.
+	ClockSlack time.Duration
+	// Propagation is the breaker agreement bound X: every node on the
+	// leader's side shows a committed transition within it. Default 2s.
+	Propagation time.Duration
+	// Converge is the reconvergence bound Y after every heal. Default 30s.
+	Converge time.Duration
+	// KillDetect is the failure-detection time after a kill or pause during
+	// which reads routed through the dead node are excused by the
+	// stale-if-error checker. Default 10s.
+	KillDetect time.Duration
+	// HealthyAvailability is the minimum fraction of ok reads invoked while
+	// healthy. Default 0.99.
+	HealthyAvailability float64
+	// MaxViolations bounds the violations listed per checker. Default 10.
+	MaxViolations int
+}
+
+// DefaultConfig returns the documented tolerances.
+func DefaultConfig() Config {
+	return Config{Settle: 5 * time.Second, ClockSlack: time.Second, Propagation: 2 * time.Second,
+		Converge: 30 * time.Second, KillDetect: 10 * time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
+}
+
+// read is one client operation: an invoke paired with its completion.
+type read struct {
+	history.Op       // the completion (Type ok/fail/info), or the invoke when none came
+	Invoke     int64 // invoke time (ns since start)
+}
+
+// reads pairs each process's invoke with its next completion. An invoke
+// without completion (the run stopped) becomes an info read.
+func reads(ops []history.Op) []read {
+	open := map[int]history.Op{}
+	var out []read
+	for _, op := range sortedOps(ops) {
+		if op.Type == history.Invoke {
+			if prev, ok := open[op.Process]; ok {
+				out = append(out, unfinished(prev))
+			}
+			open[op.Process] = op
+			continue
+		}
+		inv, ok := open[op.Process]
+		delete(open, op.Process)
+		start := op.Time - op.Latency
+		if ok {
+			start = inv.Time
+		}
+		out = append(out, read{Op: op, Invoke: start})
+	}
+	for _, inv := range open {
+		out = append(out, unfinished(inv))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out
+}
+
+func unfinished(inv history.Op) read {
+	op := inv
+	op.Type, op.Error = history.Info, "no completion recorded"
+	return read{Op: op, Invoke: inv.Time}
+}
+
+func sortedOps(ops []history.Op) []history.Op {
+	out := append([]history.Op(nil), ops...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out
+}
+
+// runTime maps a wall-clock time onto the run clock.
+func (h *History) runTime(t time.Time) int64 { return t.Sub(h.Meta.Start).Nanoseconds() }
+
+// faultEnd is a window's end, the run end while it was still open.
+func (h *History) faultEnd(f history.Fault) int64 {
+	if f.End == 0 {
+		return h.Meta.End
+	}
+	return f.End
+}
+
+// active returns the fault windows that really ran.
+func (h *History) active() []history.Fault {
+	var out []history.Fault
+	for _, f := range h.Faults {
+		if f.Skipped == "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Phase names used by phaseAt besides fault kinds.
+const (
+	PhaseHealthy  = "healthy"
+	PhaseSettling = "settling"
+)
+
+// phaseAt classifies instant t: the kind of the fault window open at t,
+// "settling" within Settle after a window ended, else "healthy".
+func (h *History) phaseAt(t int64, settle time.Duration) string {
+	settling := false
+	for _, f := range h.active() {
+		end := h.faultEnd(f)
+		if t >= f.Start && t <= end {
+			return f.Kind
+		}
+		if t > end && t <= end+settle.Nanoseconds() {
+			settling = true
+		}
+	}
+	if settling {
+		return PhaseSettling
+	}
+	return PhaseHealthy
+}
+
+// isUpstreamFault reports whether a kind breaks only the upstream.
+func isUpstreamFault(kind string) bool {
+	return len(kind) > 9 && kind[:9] == "upstream-"
+}

@@ -1,0 +1,99 @@
+package checker
+
+import (
+	"sort"
+
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+// logicalCall is a run of upstream calls for one (tenant, key) from one
+// node, each within retryGap of the previous: one logical call and its
+// retries.
+type logicalCall struct {
+	node        string
+	key         tenantKey
+	first, last int64
+	calls       int
+}
+
+// retryGap bounds the wait between two attempts of one logical call: the
+// brief's backoff caps at 10 s (429) and 3 s (network), plus slack.
+const retryGap = 11e9
+
+// probes checks one probe per half-open period. An open period runs from
+// the transition to open (out of closed) to the next transition to closed
+// (or the run end). Logical calls that began inside it, after the first
+// OpenFor minus ClockSlack, are probes; two of them less than OpenFor −
+// ClockSlack apart mean two probes in one half-open period.
+func probes(h *History, cfg Config, b *result, ts []transition) (periods, total, maxPer int) {
+	calls := logicalCalls(h.Upstream)
+	gap := (h.Meta.Routes.BreakerOpenFor - cfg.ClockSlack).Nanoseconds()
+	for _, p := range openPeriods(h, ts) {
+		periods++
+		var in []logicalCall
+		for _, c := range calls {
+			if c.first >= p[0]+gap && c.first <= p[1] {
+				in = append(in, c)
+			}
+		}
+		total += len(in)
+		per := 1
+		for i := 1; i < len(in); i++ {
+			if in[i].first-in[i-1].first >= gap {
+				per = 1
+				continue
+			}
+			per++
+			maxPer = max(maxPer, per)
+			b.violate(in[i].first, "more than one probe: upstream calls %s apart while the breaker is open/half-open: %s %s from %s at %s, %s %s from %s",
+				ms(in[i].first-in[i-1].first), in[i-1].key.tenant, in[i-1].key.key, orUnknown(in[i-1].node), secs(in[i-1].first),
+				in[i].key.tenant, in[i].key.key, orUnknown(in[i].node))
+		}
+		if len(in) > 0 {
+			maxPer = max(maxPer, 1)
+		}
+	}
+	return periods, total, maxPer
+}
+
+// openPeriods returns [start, end] of every span out of closed.
+func openPeriods(h *History, ts []transition) [][2]int64 {
+	var out [][2]int64
+	start := int64(-1)
+	for _, t := range ts {
+		switch {
+		case t.to != "closed" && start < 0:
+			start = t.at
+		case t.to == "closed" && start >= 0:
+			out = append(out, [2]int64{start, t.at})
+			start = -1
+		}
+	}
+	if start >= 0 {
+		out = append(out, [2]int64{start, h.Meta.End})
+	}
+	return out
+}
+
+// logicalCalls groups upstream calls into logical calls, ordered by start.
+func logicalCalls(in []history.UpstreamCall) []logicalCall {
+	calls := append([]history.UpstreamCall(nil), in...)
+	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time < calls[j].Time })
+	type nk struct {
+		node string
+		key  tenantKey
+	}
+	open := map[nk]int{}
+	var out []logicalCall
+	for _, c := range calls {
+		k := nk{c.Node, tenantKey{c.Tenant, c.Key}}
+		if i, ok := open[k]; ok && c.Time-out[i].last <= retryGap {
+			out[i].last = c.Time
+			out[i].calls++
+			continue
+		}
+		open[k] = len(out)
+		out = append(out, logicalCall{node: c.Node, key: k.key, first: c.Time, last: c.Time, calls: 1})
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package checker
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+// Staleness checks that no ok body is older than fresh + stale +
+// stale_if_error (+ ClockSlack) when its read was invoked. Age is measured
+// from the invoke, the earliest instant the body can have been served, so
+// a slow response is never blamed on the cache; and to the body's last
+// confirmation: its fetched_at, or a later 304 the upstream sent for the
+// same (tenant, key) before the invoke (a 304 says the body is still
+// current, and renews the entry without a new body).
+func Staleness(h *History, cfg Config) Result {
+	b := newResult("staleness", cfg)
+	rt := h.Meta.Routes
+	bound := (rt.Fresh + rt.Stale + rt.StaleIfError + cfg.ClockSlack).Nanoseconds()
+	swr := (rt.Fresh + rt.Stale + cfg.ClockSlack).Nanoseconds()
+	var ages []int64
+	var maxHealthy int64
+	overSWR := 0
+	confirmations := newConfirmations(h.Upstream)
+	for _, r := range reads(h.Ops) {
+		if r.Type != history.OK || r.FetchedAt.IsZero() {
+			continue
+		}
+		age := r.Invoke - confirmations.last(r, h.runTime(r.FetchedAt))
+		ages = append(ages, age)
+		if age > bound {
+			b.violate(r.Invoke, "process %d %s %s via %s: body fetched at %s is %s old, bound %s",
+				r.Process, r.Tenant, r.Key, r.Node, secs(h.runTime(r.FetchedAt)), ms(age), ms(bound))
+		}
+		if h.phaseAt(r.Invoke, cfg.Settle) == PhaseHealthy {
+			maxHealthy = max(maxHealthy, age)
+			if age > swr {
+				overSWR++
+			}
+		}
+	}
+	b.fig("ok bodies", "%d", len(ages))
+	b.fig("bound", "%s", time.Duration(bound))
+	b.fig("age p50/p99/max", "%s/%s/%s", ms(quantile(ages, 0.5)), ms(quantile(ages, 0.99)), ms(quantile(ages, 1)))
+	b.fig("max age healthy", "%s (%d older than fresh+stale, informational)", ms(maxHealthy), overSWR)
+	return b.done()
+}
+
+// NoTimeTravel checks that, per (process, tenant, key), the versions of ok
+// bodies never decrease in completion order.
+func NoTimeTravel(h *History, cfg Config) Result {
+	b := newResult("no-time-travel", cfg)
+	type pk struct {
+		p           int
+		tenant, key string
+	}
+	last := map[pk]read{}
+	checked := 0
+	for _, r := range reads(h.Ops) {
+		if r.Type != history.OK || r.Version == 0 {
+			continue
+		}
+		checked++
+		k := pk{r.Process, r.Tenant, r.Key}
+		prev, ok := last[k]
+		if ok && r.Version < prev.Version {
+			b.violate(r.Time, "process %d %s %s: version %d via %s (%s) after version %d via %s at %s",
+				r.Process, r.Tenant, r.Key, r.Version, r.Node, r.XCache, prev.Version, prev.Node, secs(prev.Time))
+			continue
+		}
+		last[k] = r
+	}
+	b.fig("versioned reads", "%d", checked)
+	b.fig("process/key histories", "%d", len(last))
+	return b.done()
+}
+
+// TenantIsolation checks that every ok body is tagged with the tenant that
+// asked for it and with the key it asked for.
+func TenantIsolation(h *History, cfg Config) Result {
+	b := newResult("tenant-isolation", cfg)
+	checked, unverifiable := 0, 0
+	for _, r := range reads(h.Ops) {
+		if r.Type != history.OK {
+			continue
+		}
+		if r.Error != "" {
+			unverifiable++
+			continue
+		}
+		checked++
+		if r.BodyTenant != r.Tenant {
+			b.violate(r.Time, "process %d asked as %q for %s via %s, got a body of tenant %q (%s)",
+				r.Process, r.Tenant, r.Key, r.Node, r.BodyTenant, r.XCache)
+		} else if !strings.HasSuffix(r.BodyKey, "/"+strings.TrimPrefix(r.Key, "/")) {
+			b.violate(r.Time, "process %d asked for %s via %s, got the body of %s", r.Process, r.Key, r.Node, r.BodyKey)
+		}
+	}
+	b.fig("ok bodies checked", "%d", checked)
+	b.fig("ok bodies not decodable", "%d", unverifiable)
+	return b.done()
+}
+
+// quantile returns the q-quantile (nearest rank) of vs; 0 when empty.
+func quantile(vs []int64, q float64) int64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	s := append([]int64(nil), vs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// confirmations holds, per (tenant, upstream key), the times of 304s.
+type confirmations map[tenantKey][]int64
+
+func newConfirmations(calls []history.UpstreamCall) confirmations {
+	c := confirmations{}
+	for _, u := range calls {
+		if u.Status == 304 {
+			k := tenantKey{u.Tenant, u.Key}
+			c[k] = append(c[k], u.Time)
+		}
+	}
+	for _, ts := range c {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	}
+	return c
+}
+
+// last is the latest confirmation of r's body at or before its invoke:
+// fetched, or the last 304 for its (tenant, body key) after fetched.
+func (c confirmations) last(r read, fetched int64) int64 {
+	ts := c[tenantKey{r.BodyTenant, r.BodyKey}]
+	i := sort.Search(len(ts), func(i int) bool { return ts[i] > r.Invoke })
+	if i > 0 && ts[i-1] > fetched {
+		return ts[i-1]
+	}
+	return fetched
+}

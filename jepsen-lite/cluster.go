@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/backend"
+	"github.com/levee/levee/jepsen-lite/checker"
+	"github.com/levee/levee/jepsen-lite/nemesis"
+	"github.com/levee/levee/jepsen-lite/report"
+	"github.com/levee/levee/jepsen-lite/workload"
+)
+
+// Harness timeouts.
+const (
+	setupTimeout = 5 * time.Minute
+	healTimeout  = 2 * time.Minute
+)
+
+// runCluster is one full run: setup, workload + samplers + nemesis, final
+// heal, quiet period, stop, save, check, report, teardown.
+func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) int {
+	kinds, err := nemesis.ParseKinds(o.nemesis, o.nodes)
+	if err != nil {
+		log.Error("nemesis", "err", err)
+		return exitHarness
+	}
+	windows, err := nemesis.Schedule(nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed))
+	if err != nil {
+		log.Error("schedule", "err", err)
+		return exitHarness
+	}
+	fmt.Fprintf(stdout, "jepsen-lite: backend %s, %d nodes, %v + %v quiet, seed %d, out %s\n", o.backend, o.nodes, o.duration, o.quiet, o.seed, o.out)
+	printSchedule(stdout, windows)
+	routes := backend.DefaultRoutes()
+	cfg := backend.Config{Nodes: o.nodes, Dir: filepath.Join(o.out, "cluster"), Bin: o.bin, Demo: o.demo,
+		Secret: randomToken(), Admin: randomToken(), Seed: o.seed, Verbose: o.verbose, Log: log.With("subsystem", "backend")}
+	b, err := newBackend(o.backend, cfg, routes)
+	if err != nil {
+		log.Error("backend", "err", err)
+		return exitHarness
+	}
+	defer teardown(b, log)
+	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	err = b.Setup(sctx)
+	cancel()
+	if err != nil {
+		log.Error("setup", "err", err)
+		return exitHarness
+	}
+	if err := waitConverged(ctx, b.Nodes()); err != nil {
+		log.Error("setup", "err", err)
+		return exitHarness
+	}
+	h, interrupted, err := drive(ctx, o, b, windows, log)
+	if err != nil {
+		log.Error("run", "err", err)
+		return exitHarness
+	}
+	if err := report.Save(o.out, h); err != nil {
+		log.Error("save history", "err", err)
+		return exitHarness
+	}
+	if interrupted {
+		fmt.Fprintf(stdout, "interrupted: partial history saved in %s (re-check with -check)\n", o.out)
+		return exitHarness
+	}
+	return verdict(h, o.out, stdout, log)
+}
+
+func printSchedule(w io.Writer, windows []nemesis.Window) {
+	for _, win := range windows {
+		fmt.Fprintf(w, "  %6.0fs – %6.0fs  %s\n", win.Start.Seconds(), win.End().Seconds(), win.Kind)
+	}
+}
+
+func teardown(b backend.Backend, log *slog.Logger) {
+	if err := b.Teardown(); err != nil {
+		log.Error("teardown", "err", err)
+	}
+}
+
+// drive runs the workload phase and the quiet period and returns the
+// history. interrupted is true when ctx ended early (Ctrl-C).
+func drive(ctx context.Context, o options, b backend.Backend, windows []nemesis.Window, log *slog.Logger) (*checker.History, bool, error) {
+	start := time.Now()
+	clock := workload.NewClock(start)
+	rec := workload.NewRecorder()
+	wcfg := workload.DefaultConfig()
+	wcfg.Seed, wcfg.Rate = o.seed, o.rate
+	clients, err := workload.NewClients(wcfg, b.Nodes(), clock, rec)
+	if err != nil {
+		return nil, false, err
+	}
+	samplers := workload.NewSamplers(workload.DefaultSamplerConfig(), b.Nodes(), b.UpstreamURL(), clock, rec)
+	nem := nemesis.New(nemesis.Config{Backend: b, Start: start, Record: rec.Fault, Seed: o.seed,
+		HotPath: "/comments/" + workload.HotKey(0), HotTenant: wcfg.Tenants[0], Log: log.With("subsystem", "nemesis")})
+	defer nem.Close()
+
+	runCtx, stopRun := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { clients.Run(runCtx) })
+	wg.Go(func() { samplers.Run(runCtx) })
+
+	nctx, stopNem := context.WithTimeout(ctx, o.duration)
+	nem.Run(nctx, windows)
+	<-nctx.Done()
+	stopNem()
+	hctx, cancel := context.WithTimeout(context.Background(), healTimeout)
+	if err := nem.HealAll(hctx); err != nil {
+		log.Warn("final heal", "err", err)
+	}
+	cancel()
+	log.Info("final heal done; quiet period", "quiet", o.quiet)
+	quiet(ctx, o.quiet)
+	interrupted := ctx.Err() != nil
+	end := clock.Now()
+	stopRun()
+	wg.Wait()
+	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := samplers.PollUpstream(pctx); err != nil {
+		log.Warn("last upstream poll", "err", err)
+	}
+	cancel()
+	return assemble(o, b, rec, start, end), interrupted, nil
+}
+
+func quiet(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// assemble builds the recorded run with its metadata.
+func assemble(o options, b backend.Backend, rec *workload.Recorder, start time.Time, end int64) *checker.History {
+	snap := rec.Snapshot()
+	alive := map[string]bool{}
+	var names []string
+	for _, n := range b.Nodes() {
+		names = append(names, n.Name)
+		alive[n.Name] = b.Alive(n.Name)
+	}
+	return &checker.History{
+		Meta: checker.Meta{Seed: o.seed, Backend: o.backend, Nemesis: o.nemesis, Nodes: names, Routes: b.Routes(),
+			Start: start, End: end, AliveAtEnd: alive},
+		Ops: snap.Ops, Upstream: snap.Upstream, Breakers: snap.Breakers, Members: snap.Members, Faults: snap.Faults,
+	}
+}

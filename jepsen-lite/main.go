@@ -1,0 +1,156 @@
+// Command jepsen-lite is Levee's Jepsen-style chaos harness: it runs a
+// cluster (local network namespaces or docker compose), reads through it
+// with concurrent clients while a seeded nemesis breaks nodes, links and
+// the upstream, records the history, and checks it against the brief's
+// promises. See jepsen-lite/README.md.
+//
+// Exit status: 0 all checkers passed, 1 a violation, 2 a harness error or
+// an interrupted run.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/checker"
+	"github.com/levee/levee/jepsen-lite/nemesis"
+	"github.com/levee/levee/jepsen-lite/report"
+)
+
+// Exit statuses.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitHarness   = 2
+)
+
+// options are the parsed flags.
+type options struct {
+	backend  string
+	nodes    int
+	duration time.Duration
+	quiet    time.Duration
+	seed     int64
+	out      string
+	nemesis  string
+	bin      string
+	demo     string
+	check    string
+	rate     float64
+	verbose  bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("jepsen-lite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.backend, "backend", "local", "cluster backend: local (network namespaces, needs root) or docker")
+	fs.IntVar(&o.nodes, "nodes", 3, "number of Levee nodes (3 or 5)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Minute, "workload duration, faults included (the quiet period comes after)")
+	fs.DurationVar(&o.quiet, "quiet", 15*time.Second, "healthy traffic after the final heal, before stopping")
+	fs.Int64Var(&o.seed, "seed", 0, "schedule and workload seed (default: time-based, printed)")
+	fs.StringVar(&o.out, "out", "", "output dir (default jepsen-lite/out/<timestamp>)")
+	fs.StringVar(&o.nemesis, "nemesis", "mixed", "mixed, none, or a comma list of: "+fmt.Sprint(nemesis.AllKinds()))
+	fs.StringVar(&o.bin, "bin", "bin/levee", "levee binary (local backend)")
+	fs.StringVar(&o.demo, "demo", "bin/demo-upstream", "demo-upstream binary (local backend)")
+	fs.StringVar(&o.check, "check", "", "re-check a saved run directory without running anything")
+	fs.Float64Var(&o.rate, "rate", 30, "total client requests per second")
+	fs.BoolVar(&o.verbose, "v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.check == "" && o.nodes != 3 && o.nodes != 5 {
+		return o, fmt.Errorf("-nodes must be 3 or 5, got %d", o.nodes)
+	}
+	if o.check == "" && o.duration < 30*time.Second {
+		return o, fmt.Errorf("-duration must be at least 30s, got %v", o.duration)
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano() % 1_000_000
+	}
+	if o.out == "" {
+		o.out = filepath.Join("jepsen-lite", "out", time.Now().Format("20060102-150405"))
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "jepsen-lite:", err)
+		}
+		return exitHarness
+	}
+	level := slog.LevelInfo
+	if o.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.check != "" {
+		return recheck(o.check, stdout, log)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runCluster(ctx, o, stdout, log)
+}
+
+// recheck loads a saved history and checks it again.
+func recheck(dir string, stdout io.Writer, log *slog.Logger) int {
+	h, err := report.Load(dir)
+	if err != nil {
+		log.Error("load history", "dir", dir, "err", err)
+		return exitHarness
+	}
+	return verdict(h, dir, stdout, log)
+}
+
+// verdict checks h, prints the table, writes report.html into dir.
+func verdict(h *checker.History, dir string, stdout io.Writer, log *slog.Logger) int {
+	rs := checker.Check(h, checker.DefaultConfig())
+	if err := report.Summary(stdout, rs); err != nil {
+		log.Error("summary", "err", err)
+	}
+	if err := writeReport(dir, h, rs); err != nil {
+		log.Error("write report", "err", err)
+		return exitHarness
+	}
+	fmt.Fprintf(stdout, "\nreport: %s\n", filepath.Join(dir, "report.html"))
+	if !checker.Passed(rs) {
+		return exitViolation
+	}
+	return exitOK
+}
+
+func writeReport(dir string, h *checker.History, rs []checker.Result) error {
+	f, err := os.Create(filepath.Join(dir, "report.html"))
+	if err != nil {
+		return err
+	}
+	return errors.Join(report.HTML(f, h, rs), f.Close())
+}
+
+// randomToken makes a per-run secret.
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

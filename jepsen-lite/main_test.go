@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/backend"
+	"github.com/levee/levee/jepsen-lite/checker"
+	"github.com/levee/levee/jepsen-lite/history"
+	"github.com/levee/levee/jepsen-lite/report"
+)
+
+func TestParseFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		err  bool
+		chk  func(options) bool
+	}{
+		{name: "defaults", args: nil, chk: func(o options) bool {
+			return o.backend == "local" && o.nodes == 3 && o.duration == 5*time.Minute && o.seed != 0 && strings.HasPrefix(o.out, "jepsen-lite/out/")
+		}},
+		{name: "seed and nodes", args: []string{"-seed", "42", "-nodes", "5", "-duration", "90s"}, chk: func(o options) bool {
+			return o.seed == 42 && o.nodes == 5 && o.duration == 90*time.Second
+		}},
+		{name: "four nodes", args: []string{"-nodes", "4"}, err: true},
+		{name: "too short", args: []string{"-duration", "5s"}, err: true},
+		{name: "stray argument", args: []string{"extra"}, err: true},
+		{name: "check ignores run limits", args: []string{"-check", "dir", "-nodes", "4"}, chk: func(o options) bool { return o.check == "dir" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, io.Discard)
+			if (err != nil) != tc.err {
+				t.Fatalf("err = %v", err)
+			}
+			if tc.chk != nil && !tc.chk(o) {
+				t.Fatalf("options = %+v", o)
+			}
+		})
+	}
+}
+
+// savedRun writes a small healthy history, optionally with a cross-tenant
+// body, and returns its directory.
+func savedRun(t *testing.T, leak bool) string {
+	t.Helper()
+	start := time.Now()
+	tenant := "acme"
+	if leak {
+		tenant = "globex"
+	}
+	h := &checker.History{
+		Meta: checker.Meta{Nodes: []string{"n1"}, Routes: backend.DefaultRoutes(), Start: start, End: int64(time.Minute),
+			AliveAtEnd: map[string]bool{"n1": true}},
+		Ops: []history.Op{
+			{Type: history.Invoke, Process: 0, Node: "n1", Tenant: "acme", Key: "stories/1/comments", Time: 1e9},
+			{Type: history.OK, Process: 0, Node: "n1", Tenant: "acme", Key: "stories/1/comments", Time: 1.1e9, Latency: 1e8, Status: 200,
+				BodyTenant: tenant, BodyKey: "/api/stories/1/comments", Version: 1, FetchedAt: start.Add(time.Second)},
+		},
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := report.Save(dir, h); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestCheckExitStatus(t *testing.T) {
+	cases := []struct {
+		name string
+		dir  func(t *testing.T) string
+		want int
+	}{
+		{name: "clean history passes", dir: func(t *testing.T) string { return savedRun(t, false) }, want: exitOK},
+		{name: "leak is a violation", dir: func(t *testing.T) string { return savedRun(t, true) }, want: exitViolation},
+		{name: "missing dir is a harness error", dir: func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") }, want: exitHarness},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			got := recheck(tc.dir(t), &out, slog.New(slog.DiscardHandler))
+			if got != tc.want {
+				t.Fatalf("exit = %d, want %d; output:\n%s", got, tc.want, out.String())
+			}
+			if tc.want != exitHarness && !strings.Contains(out.String(), "tenant-isolation") {
+				t.Errorf("no summary table:\n%s", out.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,213 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/levee/levee/jepsen-lite/backend"
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseKinds(t *testing.T) {
+	cases := []struct {
+		name  string
+		spec  string
+		nodes int
+		want  []string
+		err   bool
+	}{
+		{name: "none", spec: "none", nodes: 3},
+		{name: "mixed on 3 drops 5-node kinds", spec: "mixed", nodes: 3, want: slices.DeleteFunc(AllKinds(), func(k string) bool { return k == Bridge || k == MajoritiesRing })},
+		{name: "mixed on 5 has all", spec: "mixed", nodes: 5, want: AllKinds()},
+		{name: "list", spec: "kill, pause,kill", nodes: 3, want: []string{Kill, Pause}},
+		{name: "unknown", spec: "kill,explode", nodes: 3, err: true},
+		{name: "bridge on 3", spec: "bridge", nodes: 3, err: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseKinds(tc.spec, tc.nodes)
+			if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
+				t.Fatalf("ParseKinds(%q) = %v, %v; want %v", tc.spec, got, err, tc.want)
+			}
+			if err != nil && !errors.Is(err, ErrBadSpec) {
+				t.Errorf("error %v does not wrap ErrBadSpec", err)
+			}
+		})
+	}
+}
+
+func TestScheduleShape(t *testing.T) {
+	cases := []struct {
+		name     string
+		duration time.Duration
+		kinds    []string
+		seed     int64
+		min      int
+	}{
+		{name: "90s run", duration: 90 * time.Second, kinds: AllKinds(), seed: 1, min: 2},
+		{name: "5m run", duration: 5 * time.Minute, kinds: AllKinds(), seed: 7, min: 6},
+		{name: "10m one kind", duration: 10 * time.Minute, kinds: []string{Kill}, seed: 3, min: 12},
+		{name: "too short for any window", duration: 35 * time.Second, kinds: AllKinds(), seed: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultScheduleConfig(tc.duration, tc.kinds, tc.seed)
+			ws, err := Schedule(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := Schedule(cfg)
+			if !slices.Equal(ws, again) {
+				t.Fatal("same seed, different schedule")
+			}
+			if len(ws) < tc.min {
+				t.Fatalf("%d windows, want >= %d: %v", len(ws), tc.min, ws)
+			}
+			checkWindows(t, cfg, ws)
+		})
+	}
+}
+
+func checkWindows(t *testing.T, cfg ScheduleConfig, ws []Window) {
+	t.Helper()
+	for i, w := range ws {
+		if i == 0 && w.Kind != UpstreamDown {
+			t.Errorf("first window %v is not the breaker phase", w)
+		}
+		if w.Length < cfg.MinWindow || w.Length > cfg.MaxWindow || w.End() > cfg.Duration-cfg.Tail {
+			t.Errorf("window %v out of bounds", w)
+		}
+		if i > 0 && w.Start-ws[i-1].End() < cfg.MinGap {
+			t.Errorf("gap before %v is %v", w, w.Start-ws[i-1].End())
+		}
+	}
+}
+
+func TestScheduleSeedsDiffer(t *testing.T) {
+	a, _ := Schedule(DefaultScheduleConfig(5*time.Minute, AllKinds(), 1))
+	b, _ := Schedule(DefaultScheduleConfig(5*time.Minute, AllKinds(), 2))
+	if slices.Equal(a, b) {
+		t.Fatal("seeds 1 and 2 gave the same schedule")
+	}
+}
+
+// fakeBackend records calls; Delay is unsupported, like a kernel without
+// sch_netem.
+type fakeBackend struct {
+	mu       sync.Mutex
+	calls    []string
+	upstream string
+	nodes    []backend.Node
+}
+
+func (f *fakeBackend) log(format string, args ...any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+	return nil
+}
+
+func (f *fakeBackend) Setup(context.Context) error               { return nil }
+func (f *fakeBackend) Nodes() []backend.Node                     { return f.nodes }
+func (f *fakeBackend) Routes() backend.Routes                    { return backend.DefaultRoutes() }
+func (f *fakeBackend) UpstreamURL() string                       { return f.upstream }
+func (f *fakeBackend) Partition(g [][]string) error              { return f.log("partition %v", g) }
+func (f *fakeBackend) Heal() error                               { return f.log("heal") }
+func (f *fakeBackend) Kill(n string) error                       { return f.log("kill %s", n) }
+func (f *fakeBackend) Restart(_ context.Context, n string) error { return f.log("restart %s", n) }
+func (f *fakeBackend) Pause(n string) error                      { return f.log("pause %s", n) }
+func (f *fakeBackend) Resume(n string) error                     { return f.log("resume %s", n) }
+func (f *fakeBackend) Loss(n string, p int) error                { return f.log("loss %s %d", n, p) }
+func (f *fakeBackend) Delay(string, time.Duration) error         { return backend.ErrUnsupported }
+func (f *fakeBackend) Alive(string) bool                         { return true }
+func (f *fakeBackend) Teardown() error                           { return nil }
+
+// fakeCluster serves the nodes' admin endpoints (leader n2, owner n3,
+// breakers open) and the upstream's /-/faults, logging fault changes.
+func fakeCluster(t *testing.T, fb *fakeBackend) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /-/cluster", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"raft":{"leader":"n2"}}`) })
+	mux.HandleFunc("GET /-/cluster/owner", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"owner":"n3"}`) })
+	mux.HandleFunc("GET /-/breakers", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, `[{"route":"comments","state":"open"}]`)
+	})
+	mux.HandleFunc("/-/faults", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		fb.log("upstream %s %s", r.Method, strings.TrimSpace(string(body)))
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	fb.upstream = srv.URL
+	for _, n := range []string{"n1", "n2", "n3"} {
+		fb.nodes = append(fb.nodes, backend.Node{Name: n, URL: srv.URL})
+	}
+}
+
+func TestRunnerInjectsAndUndoes(t *testing.T) {
+	cases := []struct {
+		kind    string
+		want    []string // backend calls, in order
+		targets []string
+		skipped bool
+	}{
+		{kind: IsolateLeader, want: []string{"partition [[n2] [n1 n3]]", "heal"}, targets: []string{"n2"}},
+		{kind: IsolateOwner, want: []string{"partition [[n3] [n1 n2]]", "heal"}, targets: []string{"n3"}},
+		{kind: KillLeader, want: []string{"kill n2", "restart n2"}, targets: []string{"n2"}},
+		{kind: UpstreamDown, want: []string{`upstream POST {"mode":"down"}`, "upstream DELETE "}},
+		{kind: Upstream429, want: []string{`upstream POST {"mode":"ratelimit","retry_after":2}`, "upstream DELETE "}},
+		{kind: UpstreamSlow, want: []string{`upstream POST {"delay":"3s","mode":"slow"}`, "upstream DELETE "}},
+		{kind: Delay, skipped: true},
+		{kind: UpstreamDownKillOwner, want: []string{`upstream POST {"mode":"down"}`, "kill n3", "restart n3", "upstream DELETE "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			fb := &fakeBackend{}
+			fakeCluster(t, fb)
+			var got []history.Fault
+			r := New(Config{Backend: fb, Start: time.Now(), Record: func(f history.Fault) { got = append(got, f) }})
+			defer r.Close()
+			r.Run(context.Background(), []Window{{Kind: tc.kind, Start: 0, Length: 30 * time.Millisecond}})
+			if !slices.Equal(fb.calls, tc.want) {
+				t.Errorf("backend calls = %q, want %q", fb.calls, tc.want)
+			}
+			if len(got) == 0 || (got[len(got)-1].Skipped != "") != tc.skipped || !slices.Equal(got[0].Targets, tc.targets) && tc.targets != nil {
+				t.Fatalf("faults = %+v", got)
+			}
+			for _, f := range got {
+				if f.End < f.Start {
+					t.Errorf("window %+v ends before it starts", f)
+				}
+			}
+		})
+	}
+}
+
+func TestHealAllRestartsAndResumes(t *testing.T) {
+	fb := &fakeBackend{}
+	fakeCluster(t, fb)
+	r := New(Config{Backend: fb, Start: time.Now(), Record: func(history.Fault) {}})
+	defer r.Close()
+	r.killed["n1"], r.paused["n2"] = true, true
+	if err := r.HealAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"heal", "upstream DELETE ", "resume n2", "restart n1"} {
+		if !slices.Contains(fb.calls, want) {
+			t.Errorf("calls %q lack %q", fb.calls, want)
+		}
+	}
+}

@@ -1,0 +1,12 @@
+// Package workload drives a Levee cluster the way app servers would and
+// records what they saw, plus what the cluster and the upstream did.
+//
+// Data flow: Clients (N goroutines, each a sequential process) pick a
+// random node, tenant and key (a few hot, many cold), GET it through the
+// node and append an invoke, then an ok / fail / info Op with status,
+// X-Cache, X-Levee-Owner, latency and the demo upstream's body tags to the
+// Recorder. Samplers poll every node's /-/breakers (BreakerSample) and
+// /-/cluster (Membership), and the demo upstream's /-/stats call log
+// (UpstreamCall, deduplicated by request id). Every time is nanoseconds
+// on one run clock (Clock).
+package workload
