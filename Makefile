@@ -6,7 +6,7 @@ GO ?= go
 NODES ?= 3
 BIN := bin
 
-.PHONY: build run test vet unit fuzz bench clean
+.PHONY: build run test vet unit fuzz bench clean chaos
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/levee ./cmd/node
@@ -47,3 +47,11 @@ docker-up-5: build
 	$(COMPOSE) --profile five up --build -d
 docker-down:
 	$(COMPOSE) --profile five down -v
+
+# Chaos: jepsen-lite against a real cluster (local backend: network
+# namespaces, needs root). See jepsen-lite/README.md.
+DURATION ?= 5m
+SEED ?= 0
+BACKEND ?= local
+chaos: build
+	$(GO) run ./jepsen-lite -backend $(BACKEND) -nodes $(NODES) -duration $(DURATION) $(if $(filter-out 0,$(SEED)),-seed $(SEED))

@@ -58,9 +58,10 @@ type Backend interface {
 	// UpstreamURL is the demo upstream's base URL from the harness
 	// (admin: POST/DELETE /-/faults, GET /-/stats).
 	UpstreamURL() string
-	// Partition cuts traffic between groups: nodes in different groups
-	// cannot reach each other (both directions). Nodes not listed keep all
-	// links. The harness and the upstream stay reachable from every node.
+	// Partition cuts traffic between groups: two listed nodes can reach
+	// each other iff some group holds both (a node may be in several
+	// groups, as in majorities-ring). Nodes not listed keep all links. The
+	// harness and the upstream stay reachable from every node.
 	Partition(groups [][]string) error
 	// Heal removes every partition and loss rule.
 	Heal() error

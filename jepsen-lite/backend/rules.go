@@ -67,23 +67,33 @@ func jumpRule(builtin string) []string {
 // nodes in the other groups. ips maps node name to IP. Nodes not listed get
 // no entry: they keep every link.
 func partitionBlocks(groups [][]string, ips map[string]string) (map[string]map[string]bool, error) {
-	groupOf := map[string]int{}
+	// Two listed nodes may talk iff some group holds both; a node may sit in
+	// several groups (majorities-ring: each node shares a group with each
+	// ring neighbour only). Unlisted nodes keep every link.
+	groupsOf := map[string][]int{}
 	for g, names := range groups {
 		for _, n := range names {
 			if _, ok := ips[n]; !ok {
 				return nil, fmt.Errorf("%w: %q", ErrUnknownNode, n)
 			}
-			if prev, dup := groupOf[n]; dup && prev != g {
-				return nil, fmt.Errorf("backend: node %q is in two partition groups", n)
+			if !slices.Contains(groupsOf[n], g) {
+				groupsOf[n] = append(groupsOf[n], g)
 			}
-			groupOf[n] = g
 		}
 	}
+	share := func(a, b []int) bool {
+		for _, g := range a {
+			if slices.Contains(b, g) {
+				return true
+			}
+		}
+		return false
+	}
 	blocks := map[string]map[string]bool{}
-	for n, g := range groupOf {
+	for n, gs := range groupsOf {
 		blocks[n] = map[string]bool{}
-		for m, h := range groupOf {
-			if h != g {
+		for m, hs := range groupsOf {
+			if m != n && !share(gs, hs) {
 				blocks[n][ips[m]] = true
 			}
 		}

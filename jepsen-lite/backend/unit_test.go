@@ -195,7 +195,8 @@ func TestPartitionBlocks(t *testing.T) {
 			"n1": {"ip2", "ip3", "ip4"}, "n2": {"ip1", "ip3", "ip4"}, "n3": {"ip1", "ip2"}, "n4": {"ip1", "ip2"}}, false},
 		{"one group cuts nothing", [][]string{{"n1", "n2"}}, map[string][]string{"n1": nil, "n2": nil}, false},
 		{"unknown node", [][]string{{"n9"}, {"n1"}}, nil, true},
-		{"node in two groups", [][]string{{"n1"}, {"n1", "n2"}}, nil, true},
+		{"overlapping groups: ring of pairs", [][]string{{"n1", "n2"}, {"n2", "n3"}, {"n3", "n4"}, {"n4", "n1"}}, map[string][]string{
+			"n1": {"ip3"}, "n2": {"ip4"}, "n3": {"ip1"}, "n4": {"ip2"}}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
