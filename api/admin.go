@@ -84,6 +84,9 @@ type BreakerRaft struct {
 	Term         uint64 `json:"term"`
 	CommitIndex  uint64 `json:"commit_index"`
 	AppliedIndex uint64 `json:"applied_index"`
+	// CatchingUp: this node's table has not caught up with the cluster
+	// since it started, so the state shown may be stale.
+	CatchingUp bool `json:"catching_up,omitempty"`
 }
 
 // BreakerOrigins is optionally implemented by Breakers that replicate their

@@ -16,6 +16,13 @@ type ReplicaSink interface {
 	PutReplica(e *peer.Entry) error
 }
 
+// ReplicaSource answers an owner's lookup of a key it has no usable entry
+// for: the entry this node holds for primary key pkey and request headers h
+// (Vary followed), or false.
+type ReplicaSource interface {
+	LookupReplica(pkey string, h http.Header) (*peer.Entry, bool)
+}
+
 // RaftApplier applies a breaker command a follower handed to this node, the
 // Raft leader.
 type RaftApplier interface {
@@ -30,6 +37,8 @@ type PeerConfig struct {
 	Replicas ReplicaSink
 	// Raft applies forwarded breaker commands. Default nil: 404.
 	Raft RaftApplier
+	// Lookups answers owners' replica lookups. Default nil: 404.
+	Lookups ReplicaSource
 }
 
 // EnablePeers registers the node-to-node endpoints. Call before serving.
@@ -46,6 +55,11 @@ func (s *Server) EnablePeers(pc PeerConfig) {
 			}
 			w.WriteHeader(http.StatusOK)
 			return nil
+		}))
+	}
+	if pc.Lookups != nil {
+		s.admin.Handle("POST "+peer.PathLookup, s.peerOnly(pc.Token, func(w http.ResponseWriter, _ *http.Request, b []byte) error {
+			return serveLookup(w, b, pc.Lookups)
 		}))
 	}
 	if pc.Raft != nil {
@@ -99,6 +113,20 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 		out.Status, out.Header, out.Body = resp.Status, resp.Header, resp.Body
 		out.Result, out.Age, out.FreshFor = string(resp.Result), int64(resp.Age), int64(resp.FreshFor)
 		out.Detail, out.Attempts = resp.Detail, resp.Attempts
+	}
+	return writeMsgpack(w, out)
+}
+
+func serveLookup(w http.ResponseWriter, b []byte, src ReplicaSource) error {
+	var lr peer.LookupRequest
+	if err := peer.Decode(b, &lr); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+	}
+	out := &peer.LookupResponse{V: peer.Version}
+	// A Vary marker is not an answer (the source follows it); never send one.
+	if e, ok := src.LookupReplica(lr.Key, cleanHeader(http.Header(lr.Header), true)); ok && e != nil && e.Status != 0 {
+		e.V = peer.Version
+		out.Found, out.Entry = true, e
 	}
 	return writeMsgpack(w, out)
 }

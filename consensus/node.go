@@ -54,6 +54,7 @@ type Node struct {
 	observations chan raft.Observation
 
 	hadState     atomic.Bool // state found on disk at Start, or bootstrapped since
+	caughtUp     atomic.Bool // latched by CaughtUp, see catchup.go
 	reconcileReq chan struct{}
 	nudgeReq     chan struct{}   // see nudge.go
 	goMu         sync.Mutex      // orders cancel against wg.Add in goTracked

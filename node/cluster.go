@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"sort"
 
 	"sync"
@@ -21,14 +20,16 @@ import (
 
 // clusterPart is everything a node runs only in a cluster: membership,
 // the ring fed from it, forwarding to owners, replication to replicas and
-// the near cache. It implements api.Peers and api.ReplicaSink.
+// the near cache. It implements api.Peers, api.ReplicaSink and
+// api.ReplicaSource.
 type clusterPart struct {
-	n      *Node
-	ml     *cluster.Membership
-	ring   *ring.Ring
-	client *peer.Client
-	near   *nearCache // nil when disabled
-	repl   chan replJob
+	n       *Node
+	ml      *cluster.Membership
+	ring    *ring.Ring
+	client  *peer.Client
+	near    *nearCache // nil when disabled
+	repl    chan replJob
+	handoff *handoff
 
 	mu      sync.RWMutex
 	members map[string]cluster.Member // last known, including dead ones
@@ -52,7 +53,7 @@ func newClusterPart(n *Node) (*clusterPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterPart{n: n, ring: rg, members: map[string]cluster.Member{}, repl: make(chan replJob, replQueue),
+	c := &clusterPart{n: n, ring: rg, members: map[string]cluster.Member{}, repl: make(chan replJob, replQueue), handoff: newHandoff(),
 		client: peer.NewClient(peer.ClientConfig{Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D()})}
 	if mb := cfg.Cluster.NearCache.MaxBytes.Int64(); mb > 0 {
 		nc, err := store.New(store.Config{MaxBytes: mb, Now: n.opts.Now})
@@ -95,10 +96,11 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 	}
 	loopCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go c.watch()
 	go c.replicate(loopCtx)
 	go c.replicate(loopCtx)
+	go c.handoffLoop(loopCtx)
 	return nil
 }
 
@@ -128,6 +130,10 @@ func (c *clusterPart) watch() {
 				if err := c.ring.Add(ev.Member.Name); err != nil {
 					c.n.log.Error("ring add", "member", ev.Member.Name, "err", err)
 				}
+				// It may be back from a crash or a partition, empty or
+				// behind: whatever it should hold is owed to it again.
+				c.handoff.forget(ev.Member.Name)
+				c.handoff.poke()
 			}
 		case cluster.EventLeave, cluster.EventFail:
 			c.ring.Remove(ev.Member.Name)
@@ -187,8 +193,14 @@ func (c *clusterPart) Forward(ctx context.Context, node, key string, r *proxy.Re
 }
 
 // onStore queues a new or renewed entry for the key's replicas: the nodes
-// that take the key over, in order, when its owner goes.
+// that take the key over, in order, when its owner goes. An entry stored
+// while this node is not the owner (it served because the owner was
+// unreachable) is also kept for hand-off: the owner must get it once it can
+// be reached, or it would serve its older copy after this newer one.
 func (c *clusterPart) onStore(rkey, key string, e *store.Entry) {
+	if _, self := c.Owner(rkey); !self {
+		c.keepForHandoff(peerEntry(rkey, key, e))
+	}
 	extra := c.n.cfg.Cluster.Replication
 	if extra <= 0 {
 		return
@@ -201,9 +213,7 @@ func (c *clusterPart) onStore(rkey, key string, e *store.Entry) {
 		if !ok || m.HTTPAddr == "" {
 			continue
 		}
-		job := replJob{addr: m.HTTPAddr, entry: &peer.Entry{RoutingKey: rkey, Key: key, Status: e.Status,
-			Header: e.Header, Body: e.Body, StoredAt: e.StoredAt.UnixNano(), FreshUntil: e.FreshUntil.UnixNano(),
-			StaleUntil: e.StaleUntil.UnixNano(), ErrorUntil: e.ErrorUntil.UnixNano()}}
+		job := replJob{addr: m.HTTPAddr, entry: peerEntry(rkey, key, e)}
 		select {
 		case c.repl <- job:
 		default:
@@ -226,6 +236,7 @@ func (c *clusterPart) replicate(ctx context.Context) {
 			if err != nil {
 				outcome = "error"
 				c.n.log.Debug("replication push failed", "to", job.addr, "err", err)
+				c.keepForHandoff(job.entry) // pushed again when the replica is back
 			}
 			c.n.metrics.Replicated.WithLabelValues("sent", outcome).Inc()
 		}
@@ -234,14 +245,8 @@ func (c *clusterPart) replicate(ctx context.Context) {
 
 // PutReplica implements api.ReplicaSink.
 func (c *clusterPart) PutReplica(e *peer.Entry) error {
-	ent := &store.Entry{Status: e.Status, Header: http.Header(e.Header), Body: e.Body,
-		StoredAt: time.Unix(0, e.StoredAt), FreshUntil: time.Unix(0, e.FreshUntil),
-		StaleUntil: time.Unix(0, e.StaleUntil), ErrorUntil: time.Unix(0, e.ErrorUntil)}
-	if ent.Header == nil {
-		ent.Header = http.Header{}
-	}
 	outcome := "stale"
-	if c.n.engine.Put(e.Key, ent) {
+	if c.n.engine.Put(e.Key, storeEntry(e)) {
 		outcome = "ok"
 	}
 	c.n.metrics.Replicated.WithLabelValues("received", outcome).Inc()

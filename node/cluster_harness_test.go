@@ -251,3 +251,20 @@ func (w *cutoffWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// withUpstream builds a demo upstream of its own from ucfg (a shorter
+// ChangeEvery, say) and returns it with the edit that points every node's
+// route at it; the test then uses it in place of c.up.
+func withUpstream(t *testing.T, ucfg demoupstream.Config) (clusterOpt, *demoupstream.Server) {
+	t.Helper()
+	up, err := demoupstream.New(ucfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(up)
+	t.Cleanup(func() {
+		up.Close()
+		srv.Close()
+	})
+	return func(_ int, cfg *config.Config) { cfg.Routes[0].Upstream = srv.URL + "/api" }, up
+}

@@ -47,6 +47,11 @@ type Options struct {
 	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
 	// raft.InmemTransport to partition nodes). The caller closes it.
 	RaftTransport raft.Transport
+	// CatchUpGrace bounds how long after Raft starts a node whose breaker
+	// FSM has not caught up holds every route to one local probe at a
+	// time; after it, the local guard decides alone. Measured on Now.
+	// Default (0): 15 s. Negative: no grace.
+	CatchUpGrace time.Duration
 }
 
 // Node is one running Levee node.
@@ -128,7 +133,8 @@ func (n *Node) wireCore() error {
 		if n.cluster, err = newClusterPart(n); err != nil {
 			return err
 		}
-		pc.OnStore = n.cluster.onStore
+		pc.OnStore, pc.Recover = n.cluster.onStore, n.cluster.recoverEntry
+		pc.Owns = func(rkey string) bool { _, self := n.cluster.Owner(rkey); return self }
 	}
 	if n.engine, err = proxy.New(pc); err != nil {
 		return err
@@ -176,7 +182,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.cluster != nil || n.raft != nil {
 		pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
 		if n.cluster != nil {
-			pc.Replicas = n.cluster
+			pc.Replicas, pc.Lookups = n.cluster, n.cluster
 		}
 		if n.raft != nil {
 			pc.Raft = n.raft
@@ -266,7 +272,7 @@ func (n *Node) Start(ctx context.Context) error {
 func (n *Node) startCluster(ctx context.Context) error {
 	raftAddr := ""
 	if n.raft != nil {
-		if err := n.raft.node.Start(ctx); err != nil {
+		if err := n.raft.start(ctx); err != nil {
 			return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
 		}
 		raftAddr = n.raft.node.Addr()
@@ -394,7 +400,8 @@ type raftBreakerAdmin struct{ *breakerAdmin }
 
 func (b raftBreakerAdmin) RaftPosition() api.BreakerRaft {
 	i := b.n.raft.node.State()
-	return api.BreakerRaft{Term: i.Term, CommitIndex: i.CommitIndex, AppliedIndex: i.AppliedIndex}
+	return api.BreakerRaft{Term: i.Term, CommitIndex: i.CommitIndex, AppliedIndex: i.AppliedIndex,
+		CatchingUp: !b.n.raft.node.CaughtUp()}
 }
 
 func (b raftBreakerAdmin) GuardView(route string) (breaker.View, bool) {

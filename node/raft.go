@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -26,6 +27,14 @@ type raftPart struct {
 	guard     *breaker.Breaker
 	guardView *breaker.Table // the guard's own, never replicated, state
 
+	// guardMu makes "open the guard if it must be, then ask it" one step,
+	// so no caller slips a closed-guard ticket in between another caller's
+	// check and its adoption of the open state.
+	guardMu sync.Mutex
+	// started is when Raft started (UnixNano on the node's clock); 0
+	// before, which counts as inside the catch-up grace.
+	started atomic.Int64
+
 	mu       sync.Mutex
 	deadSeen map[string]time.Time // when a member was first seen dead or left
 
@@ -39,6 +48,12 @@ type raftPart struct {
 // proposeTimeout bounds one breaker proposal: a node that cannot commit in
 // this time falls back to its local guard instead of holding requests.
 const proposeTimeout = 2 * time.Second
+
+// defaultCatchUpGrace is Options.CatchUpGrace's default. A leader retries a
+// follower that was down with a backoff that reaches ~10 s in
+// hashicorp/raft, so a node restarted after a long outage may wait about
+// that long to hear from it; the grace covers that wait plus an election.
+const defaultCatchUpGrace = 15 * time.Second
 
 // fsmAdapter is the consensus.StateMachine over the breaker table. Apply is
 // deterministic: the command carries the leader-stamped time.
@@ -265,40 +280,112 @@ func (r *raftPart) contactLimit() time.Duration {
 	return 3 * time.Second
 }
 
+// start starts Raft and opens the catch-up grace.
+func (r *raftPart) start(ctx context.Context) error {
+	r.started.Store(r.n.opts.Now().UnixNano())
+	return r.node.Start(ctx)
+}
+
+// authority is who decides a call: the committed breaker, the local guard
+// alone, or the guard held to one probe at a time while catching up.
+type authority int
+
+const (
+	byCommitted authority = iota
+	byGuard
+	byGuardCatchingUp
+)
+
+// authority picks the decider for the next call. The committed table is
+// authoritative only once the FSM has caught up since start (see
+// consensus.Node.CaughtUp): before that, a restarted node's table may show
+// closed at applied index 0 while the cluster holds the route open. For
+// the grace after start such a node treats every route as committed open
+// (one local probe at a time); after it, the guard decides alone, as it
+// does on a node without a quorum, so a node that never reaches a leader
+// is not held to one call at a time forever.
+func (r *raftPart) authority() authority {
+	switch {
+	case r.node.CaughtUp():
+		if r.healthy() {
+			return byCommitted
+		}
+		return byGuard
+	case r.inGrace():
+		return byGuardCatchingUp
+	}
+	return byGuard
+}
+
+func (r *raftPart) inGrace() bool {
+	started := r.started.Load()
+	if started == 0 {
+		return true
+	}
+	grace := r.n.opts.CatchUpGrace
+	if grace == 0 {
+		grace = defaultCatchUpGrace
+	}
+	return r.n.opts.Now().Sub(time.Unix(0, started)) < grace
+}
+
 // gate is proxy.Gate over the committed breaker and the local guard.
 //
-// With a quorum, the committed (Raft) state decides, and outcomes also feed
-// the guard so it has history when a partition starts. Without one, the node
-// keeps its last committed state (open stays open) and its guard breaker
-// decides over its own calls, so a minority side still stops hammering a
-// dead upstream; on heal the committed state wins again.
+// With a quorum and a caught-up FSM, the committed (Raft) state decides,
+// and outcomes also feed the guard so it has history when a partition
+// starts. Without a quorum, the node keeps its last committed state (open
+// stays open) and its guard breaker decides over its own calls, so a
+// minority side still stops hammering a dead upstream; on heal the
+// committed state wins again. While catching up after start, the guard
+// acts as if every route were committed open (see authority).
 func (r *raftPart) gate() gateFunc {
 	return func(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
-		if r.healthy() {
-			ct, err := r.committed.Allow(ctx, route, s)
-			if err == nil {
-				gt, gerr := r.guard.Allow(ctx, route, s)
-				return func(ctx context.Context, failed bool) error {
-					if gerr == nil {
-						r.guard.Done(ctx, gt, failed)
-					}
-					return r.committed.Done(ctx, ct, failed)
-				}, nil
-			}
-			if errors.Is(err, breaker.ErrOpen) {
-				return nil, err
+		adopt := r.adoptCommittedOpen
+		switch r.authority() {
+		case byCommitted:
+			done, err := r.allowCommitted(ctx, route, s)
+			if err == nil || errors.Is(err, breaker.ErrOpen) {
+				return done, err
 			}
 			r.n.log.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
-		} else if err := r.lastCommittedRefuses(route); err != nil {
-			return nil, err
+		case byGuardCatchingUp:
+			adopt = r.openGuard
+			fallthrough
+		default:
+			if err := r.lastCommittedRefuses(route); err != nil {
+				return nil, err
+			}
 		}
-		r.adoptCommittedOpen(route)
-		gt, err := r.guard.Allow(ctx, route, s)
-		if err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, failed bool) error { return r.guard.Done(ctx, gt, failed) }, nil
+		return r.allowGuard(ctx, route, s, adopt)
 	}
+}
+
+// allowCommitted asks the committed breaker and feeds the guard too.
+func (r *raftPart) allowCommitted(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
+	ct, err := r.committed.Allow(ctx, route, s)
+	if err != nil {
+		return nil, err
+	}
+	gt, gerr := r.guard.Allow(ctx, route, s)
+	return func(ctx context.Context, failed bool) error {
+		if gerr == nil {
+			r.guard.Done(ctx, gt, failed)
+		}
+		return r.committed.Done(ctx, ct, failed)
+	}, nil
+}
+
+// allowGuard lets the guard decide alone, after adopt has opened it where
+// the committed state (or its absence) says it must be.
+func (r *raftPart) allowGuard(ctx context.Context, route string, s breaker.Settings, adopt func(string)) (func(context.Context, bool) error, error) {
+	r.guardMu.Lock()
+	adopt(route)
+	gt, err := r.guard.Allow(ctx, route, s)
+	r.guardMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, failed bool) error { return r.guard.Done(ctx, gt, failed) }, nil
 }
 
 // adoptCommittedOpen opens a closed guard when the last committed state of
@@ -308,7 +395,17 @@ func (r *raftPart) gate() gateFunc {
 // with it, the guard grants one local probe at a time and the rest fail
 // fast, as the committed breaker would.
 func (r *raftPart) adoptCommittedOpen(route string) {
-	if r.n.table.View(route).State == breaker.Closed || r.guardView.View(route).State != breaker.Closed {
+	if r.n.table.View(route).State != breaker.Closed {
+		r.openGuard(route)
+	}
+}
+
+// openGuard opens route's guard, if closed, with its open period already
+// over: the next call becomes its one probe. A probe that succeeds closes
+// the guard until the next call opens it again, so calls go one at a time;
+// one that fails re-opens it for the route's open period.
+func (r *raftPart) openGuard(route string) {
+	if r.guardView.View(route).State != breaker.Closed {
 		return
 	}
 	_, err := r.guardView.Apply(breaker.Command{
@@ -316,7 +413,7 @@ func (r *raftPart) adoptCommittedOpen(route string) {
 		At: r.n.opts.Now().UnixNano(), Failures: 1, MinNodes: 1, Window: 1, OpenFor: 1,
 	})
 	if err != nil {
-		r.n.log.Warn("local guard could not adopt the committed open state", "route", route, "err", err)
+		r.n.log.Warn("local guard could not adopt an open state", "route", route, "err", err)
 	}
 }
 
@@ -344,13 +441,16 @@ type RaftStatus struct {
 	Voters      []string `json:"voters"`
 	LastContact float64  `json:"last_contact_seconds"`
 	Healthy     bool     `json:"quorum_reachable"`
+	// CaughtUp: the breaker FSM has caught up since start, so the
+	// committed table is authoritative (consensus.Node.CaughtUp).
+	CaughtUp bool `json:"caught_up"`
 }
 
 func (r *raftPart) status() RaftStatus {
 	i := r.node.State()
 	return RaftStatus{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
 		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
-		Healthy: r.healthy()}
+		Healthy: r.healthy(), CaughtUp: r.node.CaughtUp()}
 }
 
 // gateFunc adapts a function to proxy.Gate.

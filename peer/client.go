@@ -103,6 +103,17 @@ func (c *Client) Replicate(ctx context.Context, addr string, e *Entry) error {
 	return c.call(ctx, addr, PathReplicate, e, nil)
 }
 
+// Lookup asks the node at addr for its entry of req.Key. found is false
+// when the node holds no usable entry; an error wraps ErrUnreachable.
+func (c *Client) Lookup(ctx context.Context, addr string, req *LookupRequest) (e *Entry, found bool, err error) {
+	req.V, req.From = Version, c.cfg.Self
+	var resp LookupResponse
+	if err := c.call(ctx, addr, PathLookup, req, &resp); err != nil {
+		return nil, false, err
+	}
+	return resp.Entry, resp.Found, nil
+}
+
 // RaftApply hands an encoded command to the leader at addr and returns the
 // leader's result bytes.
 func (c *Client) RaftApply(ctx context.Context, addr string, data []byte) ([]byte, error) {

@@ -20,6 +20,7 @@ const (
 	PathForward   = "/-/internal/forward"
 	PathReplicate = "/-/internal/replicate"
 	PathRaftApply = "/-/internal/raft/apply"
+	PathLookup    = "/-/internal/lookup"
 )
 
 // Headers of peer calls.
@@ -95,6 +96,24 @@ type Entry struct {
 	ErrorUntil int64               `msgpack:"error"`
 }
 
+// LookupRequest asks a replica for its entry of Key, the owner's primary
+// cache key; Header is the client request's, so the replica follows a Vary
+// marker to the same variant the owner would have.
+type LookupRequest struct {
+	V      uint8               `msgpack:"v"`
+	From   string              `msgpack:"from"`
+	Key    string              `msgpack:"key"`
+	Header map[string][]string `msgpack:"header"`
+}
+
+// LookupResponse is a replica's answer to LookupRequest: Found with the
+// entry (Entry.Key is the variant key it lives under), or not found.
+type LookupResponse struct {
+	V     uint8  `msgpack:"v"`
+	Found bool   `msgpack:"found"`
+	Entry *Entry `msgpack:"entry"`
+}
+
 // RaftApply carries one encoded breaker command to the leader.
 type RaftApply struct {
 	V    uint8  `msgpack:"v"`
@@ -116,6 +135,8 @@ func (m *ForwardRequest) version() uint8  { return m.V }
 func (m *ForwardResponse) version() uint8 { return m.V }
 func (m *Entry) version() uint8           { return m.V }
 func (m *RaftApply) version() uint8       { return m.V }
+func (m *LookupRequest) version() uint8   { return m.V }
+func (m *LookupResponse) version() uint8  { return m.V }
 func (m *RaftApplyResult) version() uint8 { return m.V }
 
 // Encode marshals a message.
@@ -164,9 +185,35 @@ func validate(v versioned) error {
 			return fmt.Errorf("%w: error status %d", ErrBadMessage, m.Err.Status)
 		}
 	case *Entry:
-		if m.Key == "" || m.Status < 100 && m.Status != 0 || m.Status > 999 || m.StoredAt <= 0 {
-			return fmt.Errorf("%w: entry key %q status %d", ErrBadMessage, m.Key, m.Status)
+		return validateEntry(m)
+	case *LookupRequest:
+		if m.Key == "" {
+			return fmt.Errorf("%w: lookup without key", ErrBadMessage)
 		}
+	case *LookupResponse:
+		return validateLookup(m)
 	}
 	return nil
+}
+
+func validateEntry(m *Entry) error {
+	if m.Key == "" || m.Status < 100 && m.Status != 0 || m.Status > 999 || m.StoredAt <= 0 {
+		return fmt.Errorf("%w: entry key %q status %d", ErrBadMessage, m.Key, m.Status)
+	}
+	return nil
+}
+
+// validateLookup: a found entry must be a real answer, never a Vary marker
+// (Status 0), which the replica follows itself.
+func validateLookup(m *LookupResponse) error {
+	if m.Found != (m.Entry != nil) {
+		return fmt.Errorf("%w: lookup found=%v with entry=%v", ErrBadMessage, m.Found, m.Entry != nil)
+	}
+	if m.Entry == nil {
+		return nil
+	}
+	if m.Entry.Status == 0 {
+		return fmt.Errorf("%w: lookup answered a Vary marker", ErrBadMessage)
+	}
+	return validateEntry(m.Entry)
 }

@@ -22,6 +22,9 @@ func TestRoundTrip(t *testing.T) {
 		{"remote error", &ForwardResponse{V: 1, Err: &RemoteError{Status: 503, Title: "open", RetryAfter: 7}}, &ForwardResponse{}},
 		{"entry", &Entry{V: 1, Key: "k", RoutingKey: "rk", Status: 200, StoredAt: 1, FreshUntil: 2}, &Entry{}},
 		{"raft apply", &RaftApply{V: 1, Data: []byte{1, 2}}, &RaftApply{}},
+		{"lookup request", &LookupRequest{V: 1, From: "n3", Key: "k", Header: map[string][]string{"X-Tenant": {"acme"}}}, &LookupRequest{}},
+		{"lookup found", &LookupResponse{V: 1, Found: true, Entry: &Entry{V: 1, Key: "k\x00v", Status: 200, StoredAt: 1, ErrorUntil: 9}}, &LookupResponse{}},
+		{"lookup not found", &LookupResponse{V: 1}, &LookupResponse{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +82,37 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+func TestDecodeLookupRejects(t *testing.T) {
+	enc := func(m any) []byte {
+		b, err := Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		b    []byte
+		into versioned
+	}{
+		{"request without key", enc(&LookupRequest{V: 1}), &LookupRequest{}},
+		{"request wrong version", enc(&LookupRequest{V: 9, Key: "k"}), &LookupRequest{}},
+		{"found without entry", enc(&LookupResponse{V: 1, Found: true}), &LookupResponse{}},
+		{"entry without found", enc(&LookupResponse{V: 1, Entry: &Entry{Key: "k", Status: 200, StoredAt: 1}}), &LookupResponse{}},
+		{"vary marker", enc(&LookupResponse{V: 1, Found: true, Entry: &Entry{Key: "k", StoredAt: 1}}), &LookupResponse{}},
+		{"entry without stored time", enc(&LookupResponse{V: 1, Found: true, Entry: &Entry{Key: "k", Status: 200}}), &LookupResponse{}},
+		{"entry bad status", enc(&LookupResponse{V: 1, Found: true, Entry: &Entry{Key: "k", Status: 42, StoredAt: 1}}), &LookupResponse{}},
+		{"truncated", enc(&LookupRequest{V: 1, Key: "key"})[:5], &LookupRequest{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := Decode(tc.b, tc.into); !errors.Is(err, ErrBadMessage) {
+				t.Fatalf("Decode = %v, want ErrBadMessage", err)
+			}
+		})
+	}
+}
+
 func TestAuth(t *testing.T) {
 	tok := Token("a long cluster secret")
 	if tok == "" || tok == Token("another secret!!") || tok != Token("a long cluster secret") {
@@ -104,12 +138,15 @@ func FuzzDecode(f *testing.F) {
 		&ForwardResponse{V: 1, Status: 200, Body: []byte("x"), Err: &RemoteError{Status: 503}},
 		&Entry{V: 1, Key: "k", Status: 200, StoredAt: 1},
 		&RaftApply{V: 1, Data: []byte("d")},
+		&LookupRequest{V: 1, Key: "k", Header: map[string][]string{"A": {"b"}}},
+		&LookupResponse{V: 1, Found: true, Entry: &Entry{V: 1, Key: "k", Status: 200, StoredAt: 1, Body: []byte("x")}},
+		&LookupResponse{V: 1},
 	} {
 		b, _ := Encode(m)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}} {
+		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &LookupRequest{}, &LookupResponse{}} {
 			if err := Decode(b, m); err != nil && !errors.Is(err, ErrBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
 			}

@@ -10,7 +10,9 @@
 // breaker guards the logical call and the upstream client retries inside it,
 // so the breaker counts logical calls, not attempts. When the fetch fails or
 // the breaker is open, an entry still inside its stale-if-error window is
-// served instead of the error.
+// served instead of the error; with nothing usable here, Config.Recover
+// (the cluster's replica lookup) may supply another node's copy, which is
+// served the same way and kept.
 //
 // The engine knows nothing about HTTP servers or the cluster: api parses the
 // request, decides which node owns the key (Request.RoutingKey) and calls

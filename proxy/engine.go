@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -60,10 +61,26 @@ type Config struct {
 	// renews, with the request's routing key (cluster replication hooks in
 	// here and places replicas by it). It must not block.
 	OnStore func(routingKey, key string, e *store.Entry)
+	// Owns, when set, reports whether this node owns a routing key. A
+	// non-owner serving a key (its owner unreachable) prefers a newer
+	// replica copy over its own stale one. Default nil: this node owns
+	// every key.
+	Owns func(routingKey string) bool
+	// Recover, when set, is asked for another node's copy of an answer
+	// when this node has no usable entry and its own fetch failed (error,
+	// failure status or breaker open): just before the engine would give
+	// the error to the client. It gets the request's routing key, primary
+	// cache key and headers and returns the variant entry (never a Vary
+	// marker) or false. An entry inside its stale-if-error window is served
+	// STALE and stored here unless a newer one is (Put). It is called on the
+	// request's goroutine and should bound its own wait. Default nil: no
+	// recovery.
+	Recover func(ctx context.Context, routingKey, primaryKey string, h http.Header) (*store.Entry, bool)
 }
 
 // Engine serves requests through the cache, breaker and upstream layers.
 type Engine struct {
+	recheck recheckLog // when each key's replicas were last asked
 	cfg     Config
 	routes  map[string]*Route
 	flights store.Group[*flight]
@@ -166,15 +183,70 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 		}
 	}
 	f, err := e.fetchCoalesced(ctx, rt, r, pkey, ent)
-	if err != nil {
-		return e.fallback(ent, err, e.cfg.Now())
+	if err == nil && !f.failed {
+		return e.fromFlight(f), nil
 	}
-	if f.failed {
-		if stale := e.staleIfError(ent, e.cfg.Now()); stale != nil {
-			return stale, nil
-		}
+	// A node serving a key it does not own (its owner unreachable) first
+	// asks the replicas for a newer copy, so a client that read a newer
+	// version through the owner does not see an older one now. The owner's
+	// copy is normally the newest, but ownership may have just moved to it,
+	// so it also checks, at most once per recheckEvery per key.
+	local := e.staleIfError(ent, e.cfg.Now())
+	if local != nil && e.owns(rt, r) && !e.recheck.due(pkey, e.cfg.Now()) {
+		return local, nil
+	}
+	if stale := e.recover(ctx, rt, r, pkey, ent); stale != nil {
+		return stale, nil
+	}
+	if local != nil {
+		return local, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	return e.fromFlight(f), nil
+}
+
+// recover asks Config.Recover for another node's copy when this node has
+// nothing to stand in for a failed fetch: a node that restarts with an
+// empty cache must not answer 503 while its replicas hold a usable copy.
+func (e *Engine) owns(rt *Route, r *Request) bool {
+	return e.cfg.Owns == nil || e.cfg.Owns(routingKey(rt, r))
+}
+
+func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry) *Response {
+	if e.cfg.Recover == nil || ctx.Err() != nil {
+		return nil
+	}
+	e.recheck.due(pkey, e.cfg.Now()) // whatever the answer, this key was just checked
+	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) {
+		return nil
+	}
+	now := e.cfg.Now()
+	stale := e.staleIfError(ent, now)
+	if stale != nil {
+		e.keepRecovered(pkey, r.Header, ent)
+	}
+	return stale
+}
+
+// keepRecovered stores a recovered entry as a replica push would (a newer
+// local answer wins), under its variant key and, when it varies, behind a
+// marker. It is not replicated again: it came from a replica.
+func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
+	vary, star := varyNames(ent.Header)
+	if star {
+		return
+	}
+	if len(vary) == 0 {
+		e.Put(pkey, ent)
+		return
+	}
+	if e.Put(varyKey(pkey, vary, h), ent) {
+		e.Put(pkey, &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
+			FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil})
+	}
 }
 
 // lookup finds the entry for a request, following a Vary marker (an entry
@@ -355,6 +427,18 @@ func (e *Engine) onStore(rkey, key string, ent *store.Entry) {
 	}
 }
 
+// Lookup returns the usable answer this node holds for a request with
+// headers h under primary key pkey, following a Vary marker to the variant,
+// and the key that variant lives under. Dead entries and markers are not
+// answers: it returns nil. Replicas answer owners' lookups with it.
+func (e *Engine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
+	key, ent := e.lookup(pkey, h)
+	if ent == nil || ent.Freshness(e.cfg.Now()) == store.Dead {
+		return key, nil
+	}
+	return key, ent
+}
+
 // Put stores a replicated entry under the key its owner used, unless this
 // node already holds a newer answer for it. It reports whether it stored.
 func (e *Engine) Put(key string, ent *store.Entry) bool {
@@ -380,14 +464,6 @@ func (e *Engine) pass(ctx context.Context, rt *Route, r *Request) (*Response, er
 		}
 	}
 	return &Response{Status: resp.Status, Header: resp.Header, Body: resp.Body, Result: Bypass, Attempts: resp.Attempts}, nil
-}
-
-// fallback serves an entry within its stale-if-error window in place of err.
-func (e *Engine) fallback(ent *store.Entry, err error, now time.Time) (*Response, error) {
-	if stale := e.staleIfError(ent, now); stale != nil {
-		return stale, nil
-	}
-	return nil, err
 }
 
 func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
@@ -423,3 +499,31 @@ func freshFor(ent *store.Entry, now time.Time) time.Duration {
 // failureStatus: the statuses that make a logical call a failure for the
 // breaker and for stale-if-error. Other 4xx mean the upstream is healthy.
 func failureStatus(s int) bool { return s >= 500 || s == http.StatusTooManyRequests }
+
+// recheckEvery bounds how often an owner serving stale-if-error asks the
+// replicas whether they hold a newer copy of one key.
+const recheckEvery = 5 * time.Second
+
+// recheckLog remembers, per key, when the replicas were last asked. It is
+// bounded: when full it starts over, which at worst asks again early.
+type recheckLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+const recheckLogMax = 10000
+
+// due reports whether key's replicas should be asked now, and if so
+// records that they are.
+func (l *recheckLog) due(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[key]; ok && now.Sub(t) < recheckEvery {
+		return false
+	}
+	if l.last == nil || len(l.last) >= recheckLogMax {
+		l.last = make(map[string]time.Time)
+	}
+	l.last[key] = now
+	return true
+}

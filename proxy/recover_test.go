@@ -1,0 +1,230 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/store"
+)
+
+// fakeRecover stands in for the cluster's replica lookup: it answers with
+// entry (when set) and records what it was asked.
+type fakeRecover struct {
+	mu    sync.Mutex
+	entry *store.Entry
+	asked []recoverCall
+}
+
+type recoverCall struct{ rkey, pkey, tenant string }
+
+func (f *fakeRecover) recover(_ context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, recoverCall{rkey, pkey, h.Get("X-Tenant")})
+	return f.entry, f.entry != nil
+}
+
+func (f *fakeRecover) calls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.asked)
+}
+
+// withRecover swaps the rig's engine for one with Config.Recover set.
+func withRecover(t *testing.T, rg *rig, fn func(context.Context, string, string, http.Header) (*store.Entry, bool)) {
+	t.Helper()
+	cfg := rg.engine.cfg
+	cfg.Recover = fn
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	rg.engine = eng
+}
+
+// replicaEntry is a copy another node stored an hour ago, still inside its
+// two-hour stale-if-error window unless errorFor says otherwise.
+func replicaEntry(errorFor time.Duration, kv ...string) *store.Entry {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return store.NewEntry(200, h, []byte("from replica"), time.Now().Add(-time.Hour),
+		store.Windows{Fresh: time.Second, Stale: time.Second, StaleIfError: errorFor})
+}
+
+// TestRecoverFromReplicaWhenFetchFails: with nothing usable locally and a
+// failed fetch, the engine serves (and keeps) another node's copy inside
+// its stale-if-error window, and only then.
+func TestRecoverFromReplicaWhenFetchFails(t *testing.T) {
+	cases := []struct {
+		name      string
+		upstream  func(*http.Request) (*http.Response, error)
+		errorFor  time.Duration // the copy's stale-if-error window; 0: no copy
+		wantStale bool
+		wantErr   bool // else the upstream's own answer comes back
+		wantAsked int
+	}{
+		{"network error, usable copy", netError, 2 * time.Hour, true, false, 1},
+		{"failure status, usable copy", reply(503, "down"), 2 * time.Hour, true, false, 1},
+		{"network error, no copy", netError, 0, false, true, 1},
+		{"failure status, no copy", reply(503, "down"), 0, false, false, 1},
+		{"copy past its window", netError, 30 * time.Minute, false, true, 1},
+		{"healthy upstream never asks", reply(200, "hello"), 2 * time.Hour, false, false, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.Retry.MaxAttempts = 1
+				rg := newRig(t, rt)
+				rg.up.set(tc.upstream)
+				fr := &fakeRecover{}
+				if tc.errorFor > 0 { // built in the bubble: its clock is the engine's
+					fr.entry = replicaEntry(tc.errorFor)
+				}
+				withRecover(t, rg, fr.recover)
+				req := get("stories/1", "X-Tenant", "acme")
+				resp, err := rg.engine.Serve(context.Background(), req)
+				checkRecovered(t, resp, err, tc.wantStale, tc.wantErr)
+				if got := fr.calls(); got != tc.wantAsked {
+					t.Fatalf("Recover called %d times, want %d", got, tc.wantAsked)
+				}
+				if tc.wantAsked > 0 {
+					want := recoverCall{routingKey(rt, req), primaryKey(rt, req), "acme"}
+					if fr.asked[0] != want {
+						t.Fatalf("Recover asked %q, want %q", fr.asked[0], want)
+					}
+				}
+				if tc.wantStale { // kept: the next failure is served from the local copy
+					wantResult(t, rg.serve(t, get("stories/1", "X-Tenant", "acme")), Stale, "from replica")
+					if got := fr.calls(); got != 1 {
+						t.Fatalf("Recover called %d times after the copy was stored, want 1", got)
+					}
+				}
+			})
+		})
+	}
+}
+
+func checkRecovered(t *testing.T, resp *Response, err error, wantStale, wantErr bool) {
+	t.Helper()
+	switch {
+	case wantStale:
+		if err != nil {
+			t.Fatalf("Serve: %v, want the replica's copy", err)
+		}
+		wantResult(t, resp, Stale, "from replica")
+		if resp.Detail != "stale-if-error" || resp.Age != time.Hour {
+			t.Fatalf("Detail %q Age %v, want stale-if-error 1h", resp.Detail, resp.Age)
+		}
+	case wantErr:
+		if err == nil {
+			t.Fatalf("Serve answered %d %s %q, want an error", resp.Status, resp.Result, resp.Body)
+		}
+	default:
+		if err != nil || string(resp.Body) == "from replica" {
+			t.Fatalf("Serve = %v, %v: want the upstream's own answer", resp, err)
+		}
+	}
+}
+
+// TestRecoverWhileBreakerOpenKeepsVariant: with the breaker open the
+// recovered copy is served, stored under its Vary variant behind a marker,
+// and another variant of the same URL is asked for separately.
+func TestRecoverWhileBreakerOpenKeepsVariant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.up.set(reply(503, "down"))
+		for i := range 3 {
+			rg.engine.Serve(context.Background(), get("cold/"+string(rune('a'+i))))
+		}
+		if st := rg.table.View("comments").State; st != breaker.Open {
+			t.Fatalf("breaker %v, want open", st)
+		}
+		fr := &fakeRecover{entry: replicaEntry(2*time.Hour, "Vary", "X-Tenant")}
+		withRecover(t, rg, fr.recover)
+		before := rg.calls()
+		for range 2 {
+			wantResult(t, rg.serve(t, get("stories/1", "X-Tenant", "acme")), Stale, "from replica")
+		}
+		if got := fr.calls(); got != 1 {
+			t.Fatalf("Recover called %d times, want 1 (the copy is kept)", got)
+		}
+		pkey := primaryKey(rt, get("stories/1", "X-Tenant", "acme"))
+		if m, ok := rg.cache.Get(pkey); !ok || m.Status != 0 {
+			t.Fatalf("no Vary marker under the primary key: %v %v", m, ok)
+		}
+		fr.mu.Lock()
+		fr.entry = nil
+		fr.mu.Unlock()
+		_, err := rg.engine.Serve(context.Background(), get("stories/1", "X-Tenant", "globex"))
+		var open *breaker.OpenError
+		if !errors.As(err, &open) {
+			t.Fatalf("other variant, nothing to recover: err %v, want the breaker's OpenError", err)
+		}
+		if got := fr.calls(); got != 2 {
+			t.Fatalf("Recover called %d times, want 2 (the other variant asks again)", got)
+		}
+		if n := rg.calls(); n != before {
+			t.Fatalf("open breaker made %d upstream calls", n-before)
+		}
+	})
+}
+
+// TestNonOwnerPrefersNewerReplicaCopy: a node serving a key it does not own
+// asks the replicas even when it has a stale copy, and serves the newer of
+// the two; the owner serves its own stale copy without asking.
+func TestNonOwnerPrefersNewerReplicaCopy(t *testing.T) {
+	cases := []struct {
+		name      string
+		owns      bool
+		replicaAt time.Duration // replica copy stored this long after ours (negative: older)
+		wantBody  string
+		wantAsked int
+	}{
+		{"owner checks once and takes a newer replica copy", true, time.Minute, "from replica", 1},
+		{"owner keeps its own copy when the replica's is older", true, -time.Minute, "hello", 1},
+		{"non-owner takes a newer replica copy", false, time.Minute, "from replica", 1},
+		{"non-owner keeps its copy when the replica's is older", false, -time.Minute, "hello", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.Retry.MaxAttempts = 1
+				rg := newRig(t, rt)
+				rg.serve(t, get("s/1"))
+				time.Sleep(31 * time.Second) // expired, inside stale-if-error
+				fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
+					time.Now().Add(-31*time.Second+tc.replicaAt), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
+				cfg := rg.engine.cfg
+				cfg.Recover = fr.recover
+				cfg.Owns = func(string) bool { return tc.owns }
+				eng, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(eng.Close)
+				rg.engine = eng
+				rg.up.set(reply(503, "down"))
+				resp := rg.serve(t, get("s/1"))
+				if resp.Result != Stale || string(resp.Body) != tc.wantBody {
+					t.Fatalf("got %s %q, want STALE %q", resp.Result, resp.Body, tc.wantBody)
+				}
+				if fr.calls() != tc.wantAsked {
+					t.Fatalf("replicas asked %d times, want %d", fr.calls(), tc.wantAsked)
+				}
+			})
+		})
+	}
+}
