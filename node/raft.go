@@ -38,6 +38,9 @@ type raftPart struct {
 	mu       sync.Mutex
 	deadSeen map[string]time.Time // when a member was first seen dead or left
 
+	catchUpMu   sync.Mutex
+	catchUpLast map[string]time.Time // last local probe per route while catching up
+
 	// formed is nudged on every leader change: the moment this node is most
 	// likely to have just gained Raft state worth gossiping.
 	formed      chan struct{}
@@ -349,6 +352,12 @@ func (r *raftPart) gate() gateFunc {
 			}
 			r.n.log.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
 		case byGuardCatchingUp:
+			// The table may be stale: at most one local probe per route
+			// per open period, so a restarted node adds at most one call
+			// to the cluster's one probe while it cannot know the state.
+			if err := r.catchUpProbe(route, s.OpenFor); err != nil {
+				return nil, err
+			}
 			adopt = r.openGuard
 			fallthrough
 		default:
@@ -458,4 +467,20 @@ type gateFunc func(ctx context.Context, route string, s breaker.Settings) (func(
 
 func (g gateFunc) Allow(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
 	return g(ctx, route, s)
+}
+
+// catchUpProbe lets one call per route through every openFor while the
+// node is catching up, refusing the rest like an open breaker.
+func (r *raftPart) catchUpProbe(route string, openFor time.Duration) error {
+	now := r.n.opts.Now()
+	r.catchUpMu.Lock()
+	defer r.catchUpMu.Unlock()
+	if last, ok := r.catchUpLast[route]; ok && now.Sub(last) < openFor {
+		return &breaker.OpenError{Route: route, State: breaker.Open, RetryAfter: max(time.Second, openFor-now.Sub(last))}
+	}
+	if r.catchUpLast == nil {
+		r.catchUpLast = map[string]time.Time{}
+	}
+	r.catchUpLast[route] = now
+	return nil
 }

@@ -31,6 +31,7 @@ func BreakerAgreement(h *History, cfg Config) Result {
 	b.fig("node-transitions measured/unsampled", "%d/%d", len(lags), unsampled)
 	b.fig("states unconfirmed / 1-sample runs", "%d/%d", unconfirmed, short)
 	b.fig("open periods / probes / max per half-open", "%d/%d/%d", periods, probes, maxPer)
+	b.fig("catch-up probes (restarted nodes, ≤1 per node per period)", "%d", b.catchUpProbes)
 	return b.done()
 }
 

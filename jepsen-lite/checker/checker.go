@@ -57,8 +57,9 @@ func Passed(rs []Result) bool {
 
 // result accumulates a Result; violations beyond max are only counted.
 type result struct {
-	r   Result
-	max int
+	r             Result
+	max           int
+	catchUpProbes int // breaker: probes allowed to restarted nodes
 }
 
 func newResult(name string, cfg Config) *result {

@@ -166,6 +166,19 @@ func TestBreakerAgreement(t *testing.T) {
 			h.Upstream = []history.UpstreamCall{call("acme", "/api/a", 15.5, 503, "n2"), call("acme", "/api/b", 15.6, 503, "n3")}
 			return h
 		}},
+		{name: "a node restarted just before may add one catch-up probe", pass: true, build: func() *History {
+			h := trip(0.05)
+			h.Faults = []history.Fault{fault("kill", 8, 14, "n3")}
+			h.Upstream = []history.UpstreamCall{call("acme", "/api/a", 15.5, 503, "n2"), call("acme", "/api/b", 15.6, 503, "n3")}
+			return h
+		}},
+		{name: "but only one", pass: false, violations: 1, build: func() *History {
+			h := trip(0.05)
+			h.Faults = []history.Fault{fault("kill", 8, 14, "n3")}
+			h.Upstream = []history.UpstreamCall{call("acme", "/api/a", 15.5, 503, "n2"), call("acme", "/api/b", 15.6, 503, "n3"),
+				call("acme", "/api/c", 15.8, 503, "n3")}
+			return h
+		}},
 	})
 }
 

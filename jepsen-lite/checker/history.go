@@ -51,6 +51,10 @@ type Config struct {
 	// which reads routed through the dead node are excused by the
 	// stale-if-error checker. Default 10s.
 	KillDetect time.Duration
+	// CatchUpGrace is how long after a restart a node may make its one
+	// local probe per open period (Levee's node.Options.CatchUpGrace: its
+	// breaker table may be stale until Raft replays its log). Default 15s.
+	CatchUpGrace time.Duration
 	// HealthyAvailability is the minimum fraction of ok reads invoked while
 	// healthy. Default 0.99.
 	HealthyAvailability float64
@@ -61,7 +65,7 @@ type Config struct {
 // DefaultConfig returns the documented tolerances.
 func DefaultConfig() Config {
 	return Config{Settle: 5 * time.Second, ClockSlack: time.Second, Propagation: 2 * time.Second,
-		Converge: 30 * time.Second, KillDetect: 10 * time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
+		Converge: 30 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
 }
 
 // read is one client operation: an invoke paired with its completion.

@@ -28,13 +28,24 @@ const retryGap = 11e9
 func probes(h *History, cfg Config, b *result, ts []transition) (periods, total, maxPer int) {
 	calls := logicalCalls(h.Upstream)
 	gap := (h.Meta.Routes.BreakerOpenFor - cfg.ClockSlack).Nanoseconds()
+	restarts := restartTimes(h)
 	for _, p := range openPeriods(h, ts) {
 		periods++
 		var in []logicalCall
+		catchUp := map[string]bool{} // nodes that used their catch-up probe in this period
 		for _, c := range calls {
-			if c.first >= p[0]+gap && c.first <= p[1] {
-				in = append(in, c)
+			if c.first < p[0]+gap || c.first > p[1] {
+				continue
 			}
+			// A node restarted within CatchUpGrace cannot know the
+			// committed state until Raft replays its log; Levee lets it
+			// make one local probe per open period meanwhile.
+			if restartedWithin(restarts[c.node], c.first, cfg.CatchUpGrace.Nanoseconds()) && !catchUp[c.node] {
+				catchUp[c.node] = true
+				b.catchUpProbes++
+				continue
+			}
+			in = append(in, c)
 		}
 		total += len(in)
 		per := 1
@@ -96,4 +107,30 @@ func logicalCalls(in []history.UpstreamCall) []logicalCall {
 		out = append(out, logicalCall{node: c.Node, key: k.key, first: c.Time, last: c.Time, calls: 1})
 	}
 	return out
+}
+
+// restartTimes returns, per node, when kill nemeses restarted it (the end
+// of each kill window naming it).
+func restartTimes(h *History) map[string][]int64 {
+	out := map[string][]int64{}
+	for _, f := range h.Faults {
+		switch f.Kind {
+		case "kill", "kill-leader", "kill-minority", "kill-owner":
+			if f.Skipped == "" && f.End > 0 {
+				for _, n := range f.Targets {
+					out[n] = append(out[n], f.End)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func restartedWithin(restarts []int64, at, grace int64) bool {
+	for _, r := range restarts {
+		if at >= r && at-r <= grace {
+			return true
+		}
+	}
+	return false
 }
