@@ -76,6 +76,20 @@ func TestNoTimeTravel(t *testing.T) {
 			okRead(h, 1, "n2", "acme", "stories/1/comments", 2, 2, 2)
 			return h
 		}},
+		{name: "going back while the cluster is split is counted, not judged", pass: true, build: func() *History {
+			h := base()
+			h.Faults = []history.Fault{fault("isolate-node", 1.5, 3, "n2")}
+			okRead(h, 1, "n1", "acme", "stories/1/comments", 1, 3, 1)
+			okRead(h, 1, "n2", "acme", "stories/1/comments", 2, 2, 2)
+			return h
+		}},
+		{name: "a kill is not a split: going back is a violation", pass: false, violations: 1, build: func() *History {
+			h := base()
+			h.Faults = []history.Fault{fault("kill", 1.5, 3, "n3")}
+			okRead(h, 1, "n1", "acme", "stories/1/comments", 1, 3, 1)
+			okRead(h, 1, "n2", "acme", "stories/1/comments", 2, 2, 2)
+			return h
+		}},
 	})
 }
 
