@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -207,67 +206,6 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 	return e.fromFlight(f), nil
 }
 
-// recover asks Config.Recover for another node's copy when this node has
-// nothing to stand in for a failed fetch: a node that restarts with an
-// empty cache must not answer 503 while its replicas hold a usable copy.
-func (e *Engine) owns(rt *Route, r *Request) bool {
-	return e.cfg.Owns == nil || e.cfg.Owns(routingKey(rt, r))
-}
-
-func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry) *Response {
-	if e.cfg.Recover == nil || ctx.Err() != nil {
-		return nil
-	}
-	e.recheck.due(pkey, e.cfg.Now()) // whatever the answer, this key was just checked
-	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
-	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) {
-		return nil
-	}
-	now := e.cfg.Now()
-	stale := e.staleIfError(ent, now)
-	if stale != nil {
-		e.keepRecovered(pkey, r.Header, ent)
-	}
-	return stale
-}
-
-// keepRecovered stores a recovered entry as a replica push would (a newer
-// local answer wins), under its variant key and, when it varies, behind a
-// marker. It is not replicated again: it came from a replica.
-func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
-	vary, star := varyNames(ent.Header)
-	if star {
-		return
-	}
-	if len(vary) == 0 {
-		e.Put(pkey, ent)
-		return
-	}
-	if e.Put(varyKey(pkey, vary, h), ent) {
-		e.Put(pkey, &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
-			FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil})
-	}
-}
-
-// lookup finds the entry for a request, following a Vary marker (an entry
-// with Status 0 that lists the varied header names) to the variant. It
-// returns the key the variant lives under even when nothing is stored there.
-func (e *Engine) lookup(pkey string, h http.Header) (string, *store.Entry) {
-	ent, ok := e.cfg.Cache.Get(pkey)
-	if !ok {
-		return pkey, nil
-	}
-	if ent.Status != 0 {
-		return pkey, ent
-	}
-	key := varyKey(pkey, ent.Header.Values("Vary"), h)
-	v, ok := e.cfg.Cache.Get(key)
-	if !ok || v.Status == 0 {
-		return key, nil
-	}
-	return key, v
-}
-
 // flightKey separates callers that must never share an answer: requests
 // carrying different credentials do not coalesce, so a private answer to one
 // user cannot reach another through a shared flight.
@@ -391,64 +329,6 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	return f
 }
 
-// setWindows turns a policy into the entry's absolute windows, one after the
-// other as store.NewEntry lays them out: fresh, then stale, then
-// stale-if-error past the stale window (the brief's "an entry past its stale
-// window is still served up to a configured limit").
-func setWindows(ent *store.Entry, now time.Time, p policy) {
-	w := store.NewEntry(ent.Status, nil, nil, now, store.Windows{Fresh: p.Fresh, Stale: p.Stale, StaleIfError: p.StaleIfError})
-	ent.FreshUntil, ent.StaleUntil, ent.ErrorUntil = w.FreshUntil, w.StaleUntil, w.ErrorUntil
-}
-
-// put stores ent under its variant key and, when the answer varies, a marker
-// under the primary key that names the varied headers.
-func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *store.Entry) {
-	rkey := routingKey(rt, r)
-	if len(vary) == 0 {
-		e.cfg.Cache.Set(pkey, ent)
-		e.onStore(rkey, pkey, ent)
-		return
-	}
-	// The variant goes in before the marker that points at it, and the
-	// replication hooks run after both: a reader must never find a marker
-	// whose variant is not there yet, or it would start a second fetch.
-	key := varyKey(pkey, vary, r.Header)
-	marker := &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
-		FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil}
-	e.cfg.Cache.Set(key, ent)
-	e.cfg.Cache.Set(pkey, marker)
-	e.onStore(rkey, key, ent)
-	e.onStore(rkey, pkey, marker)
-}
-
-func (e *Engine) onStore(rkey, key string, ent *store.Entry) {
-	if e.cfg.OnStore != nil {
-		e.cfg.OnStore(rkey, key, ent)
-	}
-}
-
-// Lookup returns the usable answer this node holds for a request with
-// headers h under primary key pkey, following a Vary marker to the variant,
-// and the key that variant lives under. Dead entries and markers are not
-// answers: it returns nil. Replicas answer owners' lookups with it.
-func (e *Engine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
-	key, ent := e.lookup(pkey, h)
-	if ent == nil || ent.Freshness(e.cfg.Now()) == store.Dead {
-		return key, nil
-	}
-	return key, ent
-}
-
-// Put stores a replicated entry under the key its owner used, unless this
-// node already holds a newer answer for it. It reports whether it stored.
-func (e *Engine) Put(key string, ent *store.Entry) bool {
-	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) {
-		return false
-	}
-	e.cfg.Cache.Set(key, ent)
-	return true
-}
-
 // pass sends a non-cacheable request straight through breaker and retry. A
 // successful unsafe method invalidates the cached answers for its URL.
 func (e *Engine) pass(ctx context.Context, rt *Route, r *Request) (*Response, error) {
@@ -499,31 +379,3 @@ func freshFor(ent *store.Entry, now time.Time) time.Duration {
 // failureStatus: the statuses that make a logical call a failure for the
 // breaker and for stale-if-error. Other 4xx mean the upstream is healthy.
 func failureStatus(s int) bool { return s >= 500 || s == http.StatusTooManyRequests }
-
-// recheckEvery bounds how often an owner serving stale-if-error asks the
-// replicas whether they hold a newer copy of one key.
-const recheckEvery = 5 * time.Second
-
-// recheckLog remembers, per key, when the replicas were last asked. It is
-// bounded: when full it starts over, which at worst asks again early.
-type recheckLog struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-const recheckLogMax = 10000
-
-// due reports whether key's replicas should be asked now, and if so
-// records that they are.
-func (l *recheckLog) due(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.last[key]; ok && now.Sub(t) < recheckEvery {
-		return false
-	}
-	if l.last == nil || len(l.last) >= recheckLogMax {
-		l.last = make(map[string]time.Time)
-	}
-	l.last[key] = now
-	return true
-}
