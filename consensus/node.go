@@ -54,6 +54,7 @@ type Node struct {
 	observations chan raft.Observation
 
 	hadState     atomic.Bool // state found on disk at Start, or bootstrapped since
+	restarted    atomic.Bool // state found on disk at Start
 	caughtUp     atomic.Bool // latched by CaughtUp, see catchup.go
 	reconcileReq chan struct{}
 	nudgeReq     chan struct{}   // see nudge.go
@@ -142,6 +143,7 @@ func (n *Node) startRaft() (err error) {
 	}
 	n.stores = st.closer
 	n.hadState.Store(has)
+	n.restarted.Store(has)
 	n.raft.Store(r)
 	n.observe(r)
 	n.log.Info("raft started", "addr", trans.LocalAddr(), "existing_state", has)
@@ -230,6 +232,10 @@ func (n *Node) Addr() string {
 
 // ID is the node's Raft server ID (Config.NodeID).
 func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Restarted reports whether the node found Raft state on disk at Start:
+// its state machine may then hold a stale view until it catches up.
+func (n *Node) Restarted() bool { return n.restarted.Load() }
 
 // HasState reports whether this node holds Raft state: found on disk at
 // Start, bootstrapped, or received from a leader. The glue publishes it in

@@ -150,7 +150,7 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	if n.cfg.Node.Raft == "" {
 		local := breaker.NewLocal(n.table)
 		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
-		return breakerGate{b}, local, err
+		return breakerGate(b), local, err
 	}
 	r, err := newRaftPart(n)
 	if err != nil {

@@ -352,11 +352,15 @@ func (r *raftPart) gate() gateFunc {
 			}
 			r.n.log.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
 		case byGuardCatchingUp:
-			// The table may be stale: at most one local probe per route
-			// per open period, so a restarted node adds at most one call
-			// to the cluster's one probe while it cannot know the state.
-			if err := r.catchUpProbe(route, s.OpenFor); err != nil {
-				return nil, err
+			// A restarted node's table may be stale: at most one local
+			// probe per route per open period, so it adds at most one call
+			// to the cluster's one probe while it cannot know the state. A
+			// fresh node joining (no Raft state yet) only probes one call
+			// at a time, so it can serve while it is being added.
+			if r.node.Restarted() {
+				if err := r.catchUpProbe(route, s.OpenFor); err != nil {
+					return nil, err
+				}
 			}
 			adopt = r.openGuard
 			fallthrough
@@ -371,16 +375,18 @@ func (r *raftPart) gate() gateFunc {
 
 // allowCommitted asks the committed breaker and feeds the guard too.
 func (r *raftPart) allowCommitted(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
-	ct, err := r.committed.Allow(ctx, route, s)
+	committed, err := allowOf(ctx, r.committed, route, s)
 	if err != nil {
 		return nil, err
 	}
-	gt, gerr := r.guard.Allow(ctx, route, s)
+	// The guard watches this node's calls too, so it has history when a
+	// partition starts; its own verdict does not matter here.
+	guard, gerr := allowOf(ctx, r.guard, route, s)
 	return func(ctx context.Context, failed bool) error {
 		if gerr == nil {
-			r.guard.Done(ctx, gt, failed)
+			guard(ctx, failed)
 		}
-		return r.committed.Done(ctx, ct, failed)
+		return committed(ctx, failed)
 	}, nil
 }
 
@@ -388,13 +394,9 @@ func (r *raftPart) allowCommitted(ctx context.Context, route string, s breaker.S
 // the committed state (or its absence) says it must be.
 func (r *raftPart) allowGuard(ctx context.Context, route string, s breaker.Settings, adopt func(string)) (func(context.Context, bool) error, error) {
 	r.guardMu.Lock()
+	defer r.guardMu.Unlock()
 	adopt(route)
-	gt, err := r.guard.Allow(ctx, route, s)
-	r.guardMu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, failed bool) error { return r.guard.Done(ctx, gt, failed) }, nil
+	return allowOf(ctx, r.guard, route, s)
 }
 
 // adoptCommittedOpen opens a closed guard when the last committed state of
@@ -460,13 +462,6 @@ func (r *raftPart) status() RaftStatus {
 	return RaftStatus{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
 		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
 		Healthy: r.healthy(), CaughtUp: r.node.CaughtUp()}
-}
-
-// gateFunc adapts a function to proxy.Gate.
-type gateFunc func(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error)
-
-func (g gateFunc) Allow(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
-	return g(ctx, route, s)
 }
 
 // catchUpProbe lets one call per route through every openFor while the
