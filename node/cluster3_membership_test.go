@@ -152,12 +152,21 @@ func c3AddNode(c *testCluster) int {
 // answer came from the owner node via's ring names.
 func c3CheckOwners(c *testCluster, via, keys int) {
 	c.t.Helper()
-	owners := c3Owners(c, via, keys)
+	// Rings converge a little after membership does (gossip reaches each
+	// node in its own time), so each key gets a few seconds to settle.
+	deadline := time.Now().Add(5 * time.Second)
 	for k := range keys {
-		a := c.get(via, c3KeyPath(k), "X-Tenant", c3Tenant)
-		if a.status != 200 || a.header.Get("X-Levee-Owner") != owners[k] {
-			c.t.Fatalf("key %d via node %d: %d from %q, want 200 from its owner %q",
-				k, via, a.status, a.header.Get("X-Levee-Owner"), owners[k])
+		for {
+			owners := c3Owners(c, via, keys)
+			a := c.get(via, c3KeyPath(k), "X-Tenant", c3Tenant)
+			if a.status == 200 && a.header.Get("X-Levee-Owner") == owners[k] {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("key %d via node %d: %d from %q, want 200 from its owner %q",
+					k, via, a.status, a.header.Get("X-Levee-Owner"), owners[k])
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }
