@@ -355,14 +355,14 @@ func (r *raftPart) gate() gateFunc {
 			// A restarted node's table may be stale: at most one local
 			// probe per route per open period, so it adds at most one call
 			// to the cluster's one probe while it cannot know the state. A
-			// fresh node joining (no Raft state yet) only probes one call
-			// at a time, so it can serve while it is being added.
+			// fresh node joining has no stale state to distrust: its guard
+			// decides, as on a node without quorum, and it keeps serving.
 			if r.node.Restarted() {
 				if err := r.catchUpProbe(route, s.OpenFor); err != nil {
 					return nil, err
 				}
+				adopt = r.openGuard
 			}
-			adopt = r.openGuard
 			fallthrough
 		default:
 			if err := r.lastCommittedRefuses(route); err != nil {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/levee/levee/cluster"
@@ -17,19 +18,30 @@ const lookupTimeout = 500 * time.Millisecond
 // recoverEntry is the engine's proxy.Config.Recover: this node has nothing
 // usable for a key and its fetch failed, typically because it restarted
 // with an empty cache and took the key back while the upstream is down.
-// The key's other replicas are asked in succession order (the first is the
-// node that owned the key while this one was gone); the first copy that is
-// not dead wins.
+// Every live peer is asked at once (a 3–5 node cluster: a handful of
+// calls, and only on this failure path) and the NEWEST copy that is not dead
+// wins: a node that served the key while the owner was away may hold a
+// newer version than the replica, and a client that read it must not be
+// sent back to an older one.
 func (c *clusterPart) recoverEntry(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
-	for _, m := range c.lookupCandidates(rkey) {
-		if ctx.Err() != nil {
-			break
-		}
-		if ent, ok := c.lookupAt(ctx, m, pkey, h); ok && ent.Freshness(c.n.opts.Now()) != store.Dead {
-			return ent, true
+	cands := c.lookupCandidates(rkey)
+	found := make(chan *store.Entry, len(cands))
+	for _, m := range cands {
+		go func() {
+			ent, ok := c.lookupAt(ctx, m, pkey, h)
+			if !ok || ent.Freshness(c.n.opts.Now()) == store.Dead {
+				ent = nil
+			}
+			found <- ent
+		}()
+	}
+	var best *store.Entry
+	for range cands {
+		if ent := <-found; ent != nil && (best == nil || ent.StoredAt.After(best.StoredAt)) {
+			best = ent
 		}
 	}
-	return nil, false
+	return best, best != nil
 }
 
 func (c *clusterPart) lookupAt(ctx context.Context, m cluster.Member, pkey string, h http.Header) (*store.Entry, bool) {
@@ -49,11 +61,11 @@ func (c *clusterPart) lookupAt(ctx context.Context, m cluster.Member, pkey strin
 	return storeEntry(pe), true
 }
 
-// lookupCandidates are the key's replicas other than this node, at least
-// one even with cluster.replication 0 (the successor held the key while
-// this node was away). A node that has just rejoined may be asked before
-// its ring has its peers back; then it asks live members gossip already
-// knows, as many as it would have replicas.
+// lookupCandidates are the key's replicas other than this node (at least
+// one even with cluster.replication 0: the successor held the key while
+// this node was away), then every other live member gossip knows (a node
+// that served the key as a fallback, or a rejoined node whose ring is not
+// back yet).
 func (c *clusterPart) lookupCandidates(rkey string) []cluster.Member {
 	self, n := c.n.cfg.Node.Name, max(1, c.n.cfg.Cluster.Replication)
 	var out []cluster.Member
@@ -62,11 +74,11 @@ func (c *clusterPart) lookupCandidates(rkey string) []cluster.Member {
 			out = append(out, m)
 		}
 	}
-	if len(out) > 0 || c.ml == nil {
+	if c.ml == nil {
 		return out
 	}
 	for _, m := range c.ml.Members() {
-		if len(out) < n && m.Name != self && m.State == cluster.Alive && m.HTTPAddr != "" {
+		if m.Name != self && m.State == cluster.Alive && m.HTTPAddr != "" && !slices.ContainsFunc(out, func(o cluster.Member) bool { return o.Name == m.Name }) {
 			out = append(out, m)
 		}
 	}
