@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,8 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux.HandleFunc("POST /-/breakers/{route}/{action}", s.forceBreaker)
 	mux.HandleFunc("GET /-/cluster", s.cluster)
 	mux.HandleFunc("GET /-/cluster/owner", s.owner)
+	mux.HandleFunc("POST /-/leave", s.leave)
+	mux.HandleFunc("DELETE /-/cluster/members/{name}", s.removeMember)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
@@ -248,4 +251,53 @@ func (s *Server) owner(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// Seats gives up Raft seats for good. A stop keeps a node's seat (a
+// whole-cluster restart comes back with the same voters); these are the
+// explicit ways out.
+type Seats interface {
+	// Leave removes this node from the Raft configuration and then stops
+	// it. It returns once the removal is committed; the stop follows.
+	Leave(ctx context.Context) error
+	// Remove removes node name from the Raft configuration. It refuses
+	// (ErrConflict) a member gossip sees alive and the last voter.
+	Remove(ctx context.Context, name string) error
+}
+
+// leave handles POST /-/leave (admin token): `levee leave`.
+func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
+	if err := s.seatsCall(r); err != nil {
+		problem(w, r, err)
+		return
+	}
+	if err := s.cfg.Seats.Leave(r.Context()); err != nil {
+		problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"node": s.cfg.Node, "status": "left; stopping"})
+}
+
+// removeMember handles DELETE /-/cluster/members/{name} (admin token).
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
+	if err := s.seatsCall(r); err != nil {
+		problem(w, r, err)
+		return
+	}
+	name := r.PathValue("name")
+	if err := s.cfg.Seats.Remove(r.Context(), name); err != nil {
+		problem(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"node": name, "status": "removed"})
+}
+
+func (s *Server) seatsCall(r *http.Request) error {
+	if err := s.checkAdmin(r); err != nil {
+		return err
+	}
+	if s.cfg.Seats == nil {
+		return fmt.Errorf("%w: this node has no Raft seat (node.raft is not set)", ErrNotFound)
+	}
+	return nil
 }

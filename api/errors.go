@@ -28,6 +28,12 @@ var (
 	ErrPeerRefused   = errors.New("api: peer request refused")
 	ErrBadPeerFrame  = errors.New("api: undecodable peer message")
 	ErrAdminDisabled = errors.New("api: admin token not configured")
+	// ErrConflict: the request contradicts the cluster's state (removing a
+	// member gossip still sees alive, or the last voter).
+	ErrConflict = errors.New("api: conflicts with the cluster's state")
+	// ErrUnavailable: the cluster cannot do it now (no Raft leader, no
+	// quorum); retrying later may succeed.
+	ErrUnavailable = errors.New("api: cluster unavailable")
 )
 
 // problemOf maps an error to its HTTP status, a short title and, for an open
@@ -67,6 +73,10 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 		return http.StatusForbidden, "admin endpoints disabled", 0
 	case errors.Is(err, ErrNotReady):
 		return http.StatusServiceUnavailable, "not ready", 0
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, "conflict", 0
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable, "cluster unavailable", time.Second
 	case errors.Is(err, context.Canceled):
 		return 499, "client closed request", 0
 	}

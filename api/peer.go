@@ -29,6 +29,12 @@ type RaftApplier interface {
 	ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error)
 }
 
+// RaftRemover removes a server from the Raft configuration on this node,
+// the leader, for a follower that handed the removal over.
+type RaftRemover interface {
+	RemoveFromPeer(ctx context.Context, id string) error
+}
+
 // PeerConfig enables the node-to-node endpoints.
 type PeerConfig struct {
 	// Token is peer.Token(cluster.secret); "" accepts every caller.
@@ -37,6 +43,8 @@ type PeerConfig struct {
 	Replicas ReplicaSink
 	// Raft applies forwarded breaker commands. Default nil: 404.
 	Raft RaftApplier
+	// RaftRemove runs forwarded Raft removals. Default nil: 404.
+	RaftRemove RaftRemover
 	// Lookups answers owners' replica lookups. Default nil: 404.
 	Lookups ReplicaSource
 }
@@ -60,6 +68,11 @@ func (s *Server) EnablePeers(pc PeerConfig) {
 	if pc.Lookups != nil {
 		s.admin.Handle("POST "+peer.PathLookup, s.peerOnly(pc.Token, func(w http.ResponseWriter, _ *http.Request, b []byte) error {
 			return serveLookup(w, b, pc.Lookups)
+		}))
+	}
+	if pc.RaftRemove != nil {
+		s.admin.Handle("POST "+peer.PathRaftRemove, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+			return serveRaftRemove(w, r, b, pc.RaftRemove)
 		}))
 	}
 	if pc.Raft != nil {
@@ -142,6 +155,18 @@ func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte
 		res.Err = err.Error()
 	}
 	res.Data = data
+	return writeMsgpack(w, res)
+}
+
+func serveRaftRemove(w http.ResponseWriter, r *http.Request, b []byte, rr RaftRemover) error {
+	var m peer.RaftRemove
+	if err := peer.Decode(b, &m); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
+	}
+	res := &peer.RaftRemoveResult{V: peer.Version}
+	if err := rr.RemoveFromPeer(r.Context(), m.ID); err != nil {
+		res.Err = err.Error()
+	}
 	return writeMsgpack(w, res)
 }
 

@@ -74,6 +74,9 @@ type Config struct {
 	// Status adds node/cluster details to /-/cluster. Default nil: the
 	// endpoint reports only this node.
 	Status func() any
+	// Seats backs POST /-/leave and DELETE /-/cluster/members/{name}.
+	// Default nil: both answer 404.
+	Seats Seats
 	// MaxRequestBody caps request bodies in bytes. Default 1 MiB.
 	MaxRequestBody int64
 	// AdminToken guards admin POSTs (Authorization: Bearer TOKEN). Default

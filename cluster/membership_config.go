@@ -53,6 +53,11 @@ type Timings struct {
 	// AwarenessMaxMultiplier caps how far a node that sees itself as
 	// degraded (missed acks) stretches its probe interval. LAN 8, fast 2.
 	AwarenessMaxMultiplier int
+	// LeaveTimeout is how long a graceful stop waits for its leave
+	// broadcast to go out (Membership.LeaveTimeout). When the whole
+	// cluster stops at once the last nodes have nobody left to tell and
+	// wait all of it. LAN 2 s, fast 300 ms.
+	LeaveTimeout time.Duration
 }
 
 // LANTimings returns memberlist's LAN defaults plus a dead-node reclaim
@@ -69,6 +74,7 @@ func LANTimings() Timings {
 		GossipToTheDeadTime:     30 * time.Second,
 		DeadNodeReclaimTime:     10 * time.Second,
 		AwarenessMaxMultiplier:  8,
+		LeaveTimeout:            2 * time.Second,
 	}
 }
 
@@ -86,6 +92,7 @@ func FastTimings() Timings {
 		GossipToTheDeadTime:     time.Second,
 		DeadNodeReclaimTime:     100 * time.Millisecond,
 		AwarenessMaxMultiplier:  2,
+		LeaveTimeout:            300 * time.Millisecond,
 	}
 }
 
@@ -95,7 +102,7 @@ func (t Timings) Validate() error {
 		"ProbeInterval": t.ProbeInterval, "ProbeTimeout": t.ProbeTimeout,
 		"GossipInterval": t.GossipInterval, "PushPullInterval": t.PushPullInterval,
 		"TCPTimeout": t.TCPTimeout, "GossipToTheDeadTime": t.GossipToTheDeadTime,
-		"DeadNodeReclaimTime": t.DeadNodeReclaimTime,
+		"DeadNodeReclaimTime": t.DeadNodeReclaimTime, "LeaveTimeout": t.LeaveTimeout,
 	}
 	for name, d := range durations {
 		if d <= 0 {

@@ -45,6 +45,15 @@ type Node struct {
 	// bootstrapping. Default 0, meaning 1 when Raft is set (see
 	// EffectiveBootstrapExpect). Above 0 needs Raft, above 1 needs Gossip.
 	BootstrapExpect int `yaml:"bootstrap_expect"`
+	// LeaveOnTerminate makes SIGTERM/SIGINT a permanent leave: the node
+	// removes itself from the Raft configuration before it stops, as
+	// `levee leave` does. Default false: a stop keeps the node's Raft seat,
+	// so a whole-cluster restart comes back with the same voters. Set it
+	// only for fleets that replace nodes instead of restarting them, and
+	// never stop more than a minority of such nodes at once: removals that
+	// race while most of the cluster stops can leave configurations no
+	// majority agrees on.
+	LeaveOnTerminate bool `yaml:"leave_on_terminate"`
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	// MaxHeaderBytes caps a request's header size. Default 32KiB.
@@ -81,9 +90,16 @@ type Cluster struct {
 	// RejoinInterval is how often a node with no peers retries Join.
 	// Default 30s.
 	RejoinInterval Duration `yaml:"rejoin_interval"`
-	// DeadAfter is how long a member may be dead before it is removed from
-	// raft. Default 5m.
+	// DeadAfter is how long a member may be dead or stopped (gone from
+	// gossip) before the Raft leader removes it from the configuration.
+	// Removal never takes the voters below node.bootstrap_expect and waits
+	// for StabilizationTime of stable leadership. Default 5m.
 	DeadAfter Duration `yaml:"dead_after"`
+	// StabilizationTime is how long a Raft leader must have held its
+	// leadership before it removes dead members (Consul autopilot's
+	// server_stabilization_time), so a cluster that is restarting never
+	// reaps members that are merely slow to come back. Default 10s.
+	StabilizationTime Duration `yaml:"stabilization_time"`
 	// ForwardTimeout is the deadline of a node-to-node forward. Default
 	// 25s; must exceed every route's retry budget, or a forward would give
 	// up while the owner is still within its budget.
@@ -229,13 +245,14 @@ func Default() *Config {
 			MaxRequestBody:  1 << 20,
 		},
 		Cluster: Cluster{
-			Partitions:     271,
-			LoadFactor:     1.25,
-			Replication:    1,
-			RejoinInterval: Duration(30 * time.Second),
-			DeadAfter:      Duration(5 * time.Minute),
-			ForwardTimeout: Duration(25 * time.Second),
-			NearCache:      NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
+			Partitions:        271,
+			LoadFactor:        1.25,
+			Replication:       1,
+			RejoinInterval:    Duration(30 * time.Second),
+			DeadAfter:         Duration(5 * time.Minute),
+			ForwardTimeout:    Duration(25 * time.Second),
+			StabilizationTime: Duration(10 * time.Second),
+			NearCache:         NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
 		},
 		Cache: Cache{MaxBytes: 256 << 20},
 	}

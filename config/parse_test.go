@@ -79,7 +79,7 @@ func referenceDefaults(name string) Config {
 		},
 		Cluster: Cluster{
 			Partitions: 271, LoadFactor: 1.25, Replication: 1,
-			RejoinInterval: Duration(30 * time.Second), DeadAfter: Duration(5 * time.Minute),
+			RejoinInterval: Duration(30 * time.Second), DeadAfter: Duration(5 * time.Minute), StabilizationTime: Duration(10 * time.Second),
 			ForwardTimeout: Duration(25 * time.Second),
 			NearCache:      NearCache{MaxBytes: 16777216, TTL: Duration(time.Second)},
 		},

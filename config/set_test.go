@@ -14,9 +14,9 @@ func TestSettableKeys(t *testing.T) {
 		"cache.max_bytes",
 		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.load_factor",
 		"cluster.near_cache.max_bytes", "cluster.near_cache.ttl", "cluster.partitions",
-		"cluster.rejoin_interval", "cluster.replication", "cluster.secret",
+		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time",
 		"node.advertise", "node.bootstrap_expect", "node.data_dir", "node.gossip", "node.http",
-		"node.join", "node.max_header_bytes", "node.max_request_body", "node.name", "node.raft",
+		"node.join", "node.leave_on_terminate", "node.max_header_bytes", "node.max_request_body", "node.name", "node.raft",
 		"node.shutdown_timeout",
 	}
 	got := SettableKeys()
@@ -72,6 +72,7 @@ func TestSetErrors(t *testing.T) {
 		{"empty key", "", "x", "unknown key"},
 		{"bad int", "node.bootstrap_expect", "three", `node.bootstrap_expect: invalid integer "three"`},
 		{"bad duration", "cluster.dead_after", "5", `cluster.dead_after: invalid duration "5"`},
+		{"bad boolean", "node.leave_on_terminate", "maybe", `node.leave_on_terminate: invalid boolean "maybe" (true or false)`},
 		{"bad size", "cache.max_bytes", "lots", `cache.max_bytes: invalid size "lots"`},
 		{"bad float", "cluster.load_factor", "NaN", `cluster.load_factor: invalid number "NaN"`},
 	}

@@ -144,6 +144,7 @@ func (v *validator) cluster(c *Cluster) {
 	v.atLeast("cluster.replication", c.Replication, 0)
 	v.positive("cluster.rejoin_interval", c.RejoinInterval)
 	v.positive("cluster.dead_after", c.DeadAfter)
+	v.positive("cluster.stabilization_time", c.StabilizationTime)
 	v.positive("cluster.forward_timeout", c.ForwardTimeout)
 	v.check(c.NearCache.MaxBytes >= 0, "cluster.near_cache.max_bytes", "must be >= 0")
 	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= time.Second, "cluster.near_cache.ttl", "must be in (0, 1s]")

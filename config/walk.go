@@ -89,7 +89,7 @@ func resolve(n *yaml.Node) *yaml.Node {
 // list of scalars) rather than walked field by field.
 func isLeaf(t reflect.Type) bool {
 	switch t.Kind() {
-	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64:
+	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool:
 		return true
 	case reflect.Slice:
 		return t.Elem().Kind() == reflect.String
@@ -246,11 +246,17 @@ func setLeaf(v reflect.Value, s string) error {
 	return setBasic(v, s)
 }
 
-// setBasic parses s into a string, int, float64 or []string value.
+// setBasic parses s into a string, bool, int, float64 or []string value.
 func setBasic(v reflect.Value, s string) error {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(s)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("invalid boolean %q (true or false)", s)
+		}
+		v.SetBool(b)
 	case reflect.Int:
 		n, err := strconv.ParseInt(s, 10, strconv.IntSize)
 		if err != nil {

@@ -113,6 +113,10 @@ func FastTimings() Timings {
 // leader's ApplyLocal result.
 type ForwardFunc func(ctx context.Context, leaderID, leaderAddr string, data []byte) ([]byte, error)
 
+// ForwardRemoveFunc asks the leader to remove server id from the
+// configuration (the leader runs RemoveLocal) and returns its error.
+type ForwardRemoveFunc func(ctx context.Context, leaderID, leaderAddr, id string) error
+
 // Config configures a Node.
 type Config struct {
 	// NodeID is this node's name and Raft server ID. Required.
@@ -140,9 +144,14 @@ type Config struct {
 	// (autopilot's min_quorum). Graceful leaves are still honoured. Default
 	// 0, meaning BootstrapExpect.
 	MinVoters int
-	// DeadAfter is how long a peer must be PeerDead before the leader removes
-	// it from the configuration. Default 5m.
+	// DeadAfter is how long a peer must be PeerDead or PeerLeft before the
+	// leader removes it from the configuration. Default 5m.
 	DeadAfter time.Duration
+	// StabilizationTime is how long a node must have been leader before it
+	// removes any gone peer (Consul autopilot's server_stabilization_time),
+	// so a leader elected while the cluster restarts never reaps peers that
+	// are merely slow to come back. Default 10s.
+	StabilizationTime time.Duration
 	// ReconcileInterval is how often the last peer list given to Reconcile is
 	// re-evaluated without a new call (so DeadAfter expiries and new
 	// leadership are acted on). Default 10s.
@@ -166,6 +175,9 @@ type Config struct {
 	// Forward sends a follower's proposal to the leader. Default nil:
 	// Propose on a follower returns ErrNotLeader.
 	Forward ForwardFunc
+	// ForwardRemove sends a follower's RemoveServer to the leader. Default
+	// nil: RemoveServer on a follower returns ErrNotLeader.
+	ForwardRemove ForwardRemoveFunc
 	// OnLeaderChange is called (from a goroutine the Node owns, never
 	// concurrently) when this node gains or loses leadership or learns of a
 	// new leader; leaderID is "" when no leader is known. Default nil.
@@ -180,6 +192,7 @@ func DefaultConfig() Config {
 	return Config{
 		BootstrapExpect:     1,
 		DeadAfter:           5 * time.Minute,
+		StabilizationTime:   10 * time.Second,
 		ReconcileInterval:   10 * time.Second,
 		ConfigChangeTimeout: 10 * time.Second,
 		SnapshotThreshold:   8192,
@@ -196,6 +209,7 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	setIfZero(&c.BootstrapExpect, d.BootstrapExpect)
 	setIfZero(&c.DeadAfter, d.DeadAfter)
+	setIfZero(&c.StabilizationTime, d.StabilizationTime)
 	setIfZero(&c.ReconcileInterval, d.ReconcileInterval)
 	setIfZero(&c.ConfigChangeTimeout, d.ConfigChangeTimeout)
 	setIfZero(&c.SnapshotThreshold, d.SnapshotThreshold)
@@ -237,7 +251,7 @@ func (c Config) Validate() error {
 		return invalid("BootstrapExpect must be >= 1, got %d", c.BootstrapExpect)
 	case c.MinVoters < 1:
 		return invalid("MinVoters must be >= 1, got %d", c.MinVoters)
-	case c.DeadAfter < 0, c.ReconcileInterval < 0, c.ConfigChangeTimeout < 0, c.SnapshotInterval < 0:
+	case c.DeadAfter < 0, c.StabilizationTime < 0, c.ReconcileInterval < 0, c.ConfigChangeTimeout < 0, c.SnapshotInterval < 0:
 		return invalid("durations must not be negative")
 	case c.SnapshotRetain < 1:
 		return invalid("SnapshotRetain must be >= 1, got %d", c.SnapshotRetain)
@@ -310,4 +324,9 @@ var (
 	ErrApply = errors.New("consensus: state machine rejected entry")
 	// ErrInvalidConfig: Config.Validate failed.
 	ErrInvalidConfig = errors.New("consensus: invalid config")
+	// ErrLastVoter: the removal would leave the configuration without a
+	// voter.
+	ErrLastVoter = errors.New("consensus: refusing to remove the last voter")
+	// ErrRecover: Recover could not rewrite the configuration.
+	ErrRecover = errors.New("consensus: recover")
 )

@@ -183,8 +183,10 @@ func (c *testCluster) config(id string, tn *testNode) Config {
 	cfg.Timings = FastTimings()
 	cfg.ReconcileInterval = 50 * time.Millisecond
 	cfg.ConfigChangeTimeout = 2 * time.Second
+	cfg.StabilizationTime = 100 * time.Millisecond
 	cfg.Logger = c.logger
 	cfg.Forward = c.forwarder(id)
+	cfg.ForwardRemove = c.removeForwarder(id)
 	if tn.tr != nil {
 		cfg.Transport = tn.tr
 	}
@@ -204,6 +206,19 @@ func (c *testCluster) forwarder(from string) ForwardFunc {
 			return nil, fmt.Errorf("test forward %s -> %s: unreachable", from, leaderID)
 		}
 		return leader.node.ApplyLocal(ctx, data)
+	}
+}
+
+func (c *testCluster) removeForwarder(from string) ForwardRemoveFunc {
+	return func(ctx context.Context, leaderID, _ string, id string) error {
+		c.mu.Lock()
+		cut := c.cut[[2]string{from, leaderID}]
+		leader := c.nodes[leaderID]
+		c.mu.Unlock()
+		if cut || leader == nil {
+			return fmt.Errorf("test forward %s -> %s: unreachable", from, leaderID)
+		}
+		return leader.node.RemoveLocal(ctx, id)
 	}
 }
 

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -17,7 +18,8 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 		wantVoters  int
 		wantRemoved int
 	}{
-		{"left is removed", setStatus(PeerLeft, time.Now()), 1, 3, 1},
+		{"stopped (left gossip) keeps its seat", setStatus(PeerLeft, time.Now()), 1, 4, 0},
+		{"left longer than DeadAfter is removed", setStatus(PeerLeft, long), 1, 3, 1},
 		{"dead longer than DeadAfter is removed", setStatus(PeerDead, long), 1, 3, 1},
 		{"dead shorter than DeadAfter is kept", setStatus(PeerDead, time.Now()), 1, 4, 0},
 		{"suspect is kept", setStatus(PeerSuspect, long), 1, 4, 0},
@@ -89,7 +91,10 @@ func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	}
 }
 
-func TestLeaveTransfersLeadership(t *testing.T) {
+// TestStepDownTransfersLeadershipAndKeepsSeat: a stopping leader hands
+// leadership over, and the new leader does not remove it when gossip then
+// reports it left: a stop is not a leave.
+func TestStepDownTransfersLeadershipAndKeepsSeat(t *testing.T) {
 	var mu sync.Mutex
 	events := map[string][]bool{} // node -> isLeader per OnLeaderChange call
 	c := newCluster(t, clusterOpts{inmemTransport: true, tune: func(cfg *Config) {
@@ -101,35 +106,94 @@ func TestLeaveTransfersLeadership(t *testing.T) {
 		}
 	}})
 	leader := c.formCluster("n1", "n2", "n3")
-	if err := leader.node.Leave(ctxTimeout(t, 15*time.Second)); err != nil {
+	if err := leader.node.StepDown(ctxTimeout(t, 15*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if leader.node.IsLeader() {
-		t.Fatal("still leader after Leave")
+		t.Fatal("still leader after StepDown")
 	}
 	view := c.peers()
 	for i := range view {
 		if view[i].ID == leader.id {
-			view[i].Status = PeerLeft
+			view[i].Status, view[i].Since = PeerLeft, time.Now()
 		}
 	}
 	c.reconcileAll(view)
-	var next *testNode
-	waitFor(t, 20*time.Second, "new leader removes the leaver", func() bool {
-		for _, tn := range c.live() {
-			if tn != leader && tn.node.IsLeader() && len(voters(tn)) == 2 {
-				next = tn
-				return true
-			}
-		}
-		return false
-	})
+	next := c.waitLeader()
+	c.waitReconciled(3)
+	if got := voters(next); len(got) != 3 {
+		t.Fatalf("voters after a stop = %v, want all three", got)
+	}
 	c.stop(leader)
 	c.propose(next, "after=1")
 	mu.Lock()
 	defer mu.Unlock()
 	ev := events[leader.id]
 	if !slices.Contains(ev, true) || ev[len(ev)-1] {
-		t.Fatalf("OnLeaderChange events of the leaver = %v, want a true then ending false", ev)
+		t.Fatalf("OnLeaderChange events of the stopped leader = %v, want a true then ending false", ev)
+	}
+}
+
+// TestRemoveServerThroughAnyNode: a permanent removal is explicit. A
+// follower removing itself goes through the leader; the leader removing
+// itself steps down; removing an ID already gone succeeds; the last voter
+// is never removed.
+func TestRemoveServerThroughAnyNode(t *testing.T) {
+	c := newCluster(t, clusterOpts{inmemTransport: true})
+	leader := c.formCluster("n1", "n2", "n3")
+	f := c.follower(leader)
+	// What `levee leave` does: remove the seat, then leave gossip and stop.
+	leaveGossip := func(id string) {
+		view := c.peers()
+		for i := range view {
+			if view[i].ID == id {
+				view[i].Status, view[i].Since = PeerLeft, time.Now()
+			}
+		}
+		c.reconcileAll(view)
+	}
+	if err := f.node.RemoveServer(ctxTimeout(t, 10*time.Second), f.id); err != nil {
+		t.Fatalf("follower removes itself: %v", err)
+	}
+	leaveGossip(f.id)
+	c.stop(f)
+	if got := voters(leader); len(got) != 2 || slices.Contains(got, f.id) {
+		t.Fatalf("voters = %v, want two without %s", got, f.id)
+	}
+	if err := leader.node.RemoveServer(ctxTimeout(t, 10*time.Second), f.id); err != nil {
+		t.Fatalf("removing a removed server again = %v, want nil", err)
+	}
+	if err := leader.node.RemoveServer(ctxTimeout(t, 10*time.Second), leader.id); err != nil {
+		t.Fatalf("leader removes itself: %v", err)
+	}
+	leaveGossip(leader.id)
+	c.stop(leader) // out of the configuration, it would never learn the new leader
+	last := c.waitLeader()
+	if got := voters(last); len(got) != 1 {
+		t.Fatalf("voters = %v, want the last one", got)
+	}
+	if err := last.node.RemoveServer(ctxTimeout(t, 10*time.Second), last.id); !errors.Is(err, ErrLastVoter) {
+		t.Fatalf("removing the last voter = %v, want ErrLastVoter", err)
+	}
+}
+
+// TestUnstableLeaderKeepsDeadPeers: a leader elected less than
+// StabilizationTime ago removes nothing, however long a peer has been dead.
+func TestUnstableLeaderKeepsDeadPeers(t *testing.T) {
+	c := newCluster(t, clusterOpts{inmemTransport: true, tune: func(cfg *Config) {
+		cfg.DeadAfter, cfg.MinVoters, cfg.StabilizationTime = time.Millisecond, 1, time.Hour
+	}})
+	leader := c.formCluster("n1", "n2", "n3")
+	view := c.peers()
+	for i := range view {
+		if view[i].ID != leader.id {
+			view[i].Status, view[i].Since = PeerDead, time.Now().Add(-time.Hour)
+			break
+		}
+	}
+	leader.node.Reconcile(view)
+	c.waitReconciled(3)
+	if got := voters(leader); len(got) != 3 {
+		t.Fatalf("voters = %v, want 3: an unstable leader reaped a peer", got)
 	}
 }

@@ -91,7 +91,7 @@ func TestLifecycleAndErrors(t *testing.T) {
 	if err := n.WaitForApplied(ctxTimeout(t, 50*time.Millisecond), 1<<40); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("WaitForApplied(far future) = %v, want ErrTimeout", err)
 	}
-	if err := n.Leave(t.Context()); err != nil { // sole voter: nothing to hand over
+	if err := n.StepDown(t.Context()); err != nil { // sole voter: nothing to hand over
 		t.Fatal(err)
 	}
 	if err := n.Snapshot(); err != nil {

@@ -86,7 +86,8 @@ type memberView struct {
 	peers     []Peer        // gossip view
 	now       time.Time
 	deadAfter time.Duration
-	minVoters int // dead peers are not removed below this many voters
+	minVoters int  // gone peers are not removed below this many voters
+	reap      bool // the leader is stable enough to remove gone peers
 }
 
 // planMembership lists the changes that bring the configuration in line
@@ -121,13 +122,26 @@ func planAdds(v memberView, peers []Peer) []change {
 	return out
 }
 
-// planRemovals removes left peers, then peers dead longer than deadAfter
-// (longest dead first). Like autopilot it never removes the leader and caps
-// voter removals per pass at (voters-1)/2, so the voters that remain are a
-// quorum of the current configuration and can commit each change; dead
-// peers are also kept once voters would drop below minVoters, so a
-// designed-for-N cluster keeps its size until the dead node is replaced.
+// planRemovals removes peers gone from gossip (dead, or stopped with a
+// gossip leave) for longer than deadAfter, longest gone first, and only
+// when v.reap says the leader has been stable for a while.
+//
+// A gossip leave is NOT a Raft leave: SIGTERM announces it so peers stop
+// routing to the node, but the node keeps its Raft seat, because a whole
+// cluster stopping at once would otherwise race its removals into
+// configurations no majority agrees on (Consul keeps servers' seats on
+// terminate for the same reason: leave_on_terminate is false for servers).
+// A permanent removal is explicit (Node.RemoveServer, `levee leave`).
+//
+// Like Consul's autopilot (CleanupDeadServers) it never removes the leader,
+// caps voter removals per pass at (voters-1)/2 so the voters that remain
+// are a quorum of the current configuration and can commit each change,
+// and keeps voters at minVoters or more, so a designed-for-N cluster keeps
+// its size until the dead node is replaced.
 func planRemovals(v memberView, peers []Peer) []change {
+	if !v.reap {
+		return nil
+	}
 	suffrage := make(map[string]raft.ServerSuffrage, len(v.servers))
 	voters := 0
 	for _, s := range v.servers {
@@ -136,44 +150,33 @@ func planRemovals(v memberView, peers []Peer) []change {
 			voters++
 		}
 	}
-	left, dead := removalCandidates(v, peers, suffrage)
 	budget := (voters - 1) / 2
 	var out []change
-	take := func(p Peer, reason string, floor int) {
-		if suffrage[p.ID] != raft.Voter {
-			out = append(out, change{changeRemove, p.ID, p.RaftAddr, reason})
-			return
+	for _, p := range goneCandidates(v, peers, suffrage) {
+		if suffrage[p.ID] == raft.Voter {
+			if budget <= 0 || voters-1 < max(v.minVoters, 1) {
+				continue
+			}
+			budget--
+			voters--
 		}
-		if budget <= 0 || voters-1 < floor {
-			return
-		}
-		budget--
-		voters--
-		out = append(out, change{changeRemove, p.ID, p.RaftAddr, reason})
-	}
-	for _, p := range left {
-		take(p, "left gracefully", 1)
-	}
-	for _, p := range dead {
-		take(p, "dead longer than DeadAfter", max(v.minVoters, 1))
+		out = append(out, change{changeRemove, p.ID, p.RaftAddr, "gone from gossip (" + p.Status.String() + ") longer than dead_after"})
 	}
 	return out
 }
 
-// removalCandidates returns configured, non-leader peers that left, and
-// those dead longer than deadAfter sorted longest-dead first.
-func removalCandidates(v memberView, peers []Peer, suffrage map[string]raft.ServerSuffrage) (left, dead []Peer) {
+// goneCandidates returns configured, non-leader peers that have been dead
+// or left for longer than deadAfter, longest gone first.
+func goneCandidates(v memberView, peers []Peer, suffrage map[string]raft.ServerSuffrage) []Peer {
+	var gone []Peer
 	for _, p := range peers {
 		if _, ok := suffrage[p.ID]; !ok || p.ID == v.self {
 			continue
 		}
-		switch {
-		case p.Status == PeerLeft:
-			left = append(left, p)
-		case p.Status == PeerDead && v.now.Sub(p.Since) > v.deadAfter:
-			dead = append(dead, p)
+		if (p.Status == PeerLeft || p.Status == PeerDead) && v.now.Sub(p.Since) > v.deadAfter {
+			gone = append(gone, p)
 		}
 	}
-	slices.SortStableFunc(dead, func(a, b Peer) int { return a.Since.Compare(b.Since) })
-	return left, dead
+	slices.SortStableFunc(gone, func(a, b Peer) int { return a.Since.Compare(b.Since) })
+	return gone
 }

@@ -88,23 +88,29 @@ func TestPlanMembership(t *testing.T) {
 		{"steady", config("a", "b", "c"), alive("a", "b", "c"), 3, nil},
 		{"new alive added", config("a", "b", "c"), alive("a", "b", "c", "d"), 3, []string{"+d"}},
 		{"address change re-added", config("a", "b", "c"), moved, 3, []string{"+c"}},
-		{"left removed", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerLeft, now), 3, []string{"-d"}},
-		{"left removed below MinVoters", config("a", "b", "c"), with(alive("a", "b", "c"), "c", PeerLeft, now), 3, []string{"-c"}},
+		{"stopped (left) recently keeps its seat", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerLeft, now), 3, nil},
+		{"every follower stopped at once keeps its seat", config("a", "b", "c"),
+			with(with(alive("a", "b", "c"), "b", PeerLeft, now), "c", PeerLeft, now), 1, nil},
+		{"left long ago removed like dead", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerLeft, long), 3, []string{"-d"}},
+		{"left long ago kept at MinVoters", config("a", "b", "c"), with(alive("a", "b", "c"), "c", PeerLeft, long), 3, nil},
 		{"dead long removed", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, long), 3, []string{"-d"}},
 		{"dead recently kept", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, recent), 3, nil},
 		{"dead kept at MinVoters", config("a", "b", "c"), with(alive("a", "b", "c"), "c", PeerDead, long), 3, nil},
-		{"self never removed", config("a", "b", "c"), with(alive("a", "b", "c"), "a", PeerLeft, now), 1, nil},
+		{"self never removed", config("a", "b", "c"), with(alive("a", "b", "c"), "a", PeerLeft, long), 1, nil},
 		{"quorum cap: 2 of 5 dead both go", config("a", "b", "c", "d", "e"),
 			with(with(alive("a", "b", "c", "d", "e"), "d", PeerDead, long), "e", PeerDead, long), 1, []string{"-d", "-e"}},
 		{"quorum cap: 3 of 5 dead, only 2 go", config("a", "b", "c", "d", "e"),
 			with(with(with(alive("a", "b", "c", "d", "e"), "c", PeerDead, long.Add(-time.Hour)), "d", PeerDead, long), "e", PeerDead, long), 1,
 			[]string{"-c", "-d"}},
-		{"unknown peer not removed", config("a", "b", "c"), with(alive("a", "b", "c", "z"), "z", PeerLeft, now), 1, nil},
+		{"unknown peer not removed", config("a", "b", "c"), with(alive("a", "b", "c", "z"), "z", PeerLeft, long), 1, nil},
+		{"unstable leader removes nothing", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, long), -1, nil},
+		{"unstable leader still adds", config("a", "b", "c"), alive("a", "b", "c", "d"), -1, []string{"+d"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// minVoters -1 stands for a leader not yet stable: reap off.
 			got := describe(planMembership(memberView{self: "a", servers: tt.servers, peers: tt.peers,
-				now: now, deadAfter: time.Minute, minVoters: tt.minVoters}))
+				now: now, deadAfter: time.Minute, minVoters: max(tt.minVoters, 3), reap: tt.minVoters >= 0}))
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("plan = %v, want %v", got, tt.want)
 			}
@@ -167,14 +173,15 @@ func FuzzPlanMembership(f *testing.F) {
 			return
 		}
 		self := string(servers[0].ID) // the leader is in its own configuration
+		reap := len(data)%2 == 0
 		plan := planMembership(memberView{self: self, servers: servers, peers: peers,
-			now: time.Unix(1_000_000, 0), deadAfter: time.Minute, minVoters: minVoters})
-		checkPlan(t, self, servers, peers, minVoters, plan)
+			now: time.Unix(1_000_000, 0), deadAfter: time.Minute, minVoters: minVoters, reap: reap})
+		checkPlan(t, self, servers, peers, minVoters, reap, plan)
 	})
 }
 
 // checkPlan asserts the invariants of planMembership.
-func checkPlan(t *testing.T, self string, servers []raft.Server, peers []Peer, minVoters int, plan []change) {
+func checkPlan(t *testing.T, self string, servers []raft.Server, peers []Peer, minVoters int, reap bool, plan []change) {
 	t.Helper()
 	voters, suff := 0, map[string]raft.ServerSuffrage{}
 	for _, s := range servers {
@@ -183,11 +190,11 @@ func checkPlan(t *testing.T, self string, servers []raft.Server, peers []Peer, m
 			voters++
 		}
 	}
-	status := map[string]PeerStatus{}
+	status, since := map[string]PeerStatus{}, map[string]time.Time{}
 	for _, p := range peers {
-		status[p.ID] = p.Status
+		status[p.ID], since[p.ID] = p.Status, p.Since
 	}
-	removedVoters, removedDead := 0, 0
+	removedVoters := 0
 	for _, c := range plan {
 		if c.id == self {
 			t.Fatalf("plan touches the leader: %+v", c)
@@ -199,22 +206,26 @@ func checkPlan(t *testing.T, self string, servers []raft.Server, peers []Peer, m
 			}
 		case changeRemove:
 			s, ok := suff[c.id]
-			if !ok {
+			switch {
+			case !ok:
 				t.Fatalf("removes a server not in the configuration: %+v", c)
+			case !reap:
+				t.Fatalf("removes %+v while the leader is not stable", c)
+			case status[c.id] != PeerDead && status[c.id] != PeerLeft:
+				t.Fatalf("removes a %s peer: %+v", status[c.id], c)
+			case time.Unix(1_000_000, 0).Sub(since[c.id]) <= time.Minute:
+				t.Fatalf("removes a peer gone for less than deadAfter: %+v", c)
 			}
 			if s == raft.Voter {
 				removedVoters++
-				if status[c.id] == PeerDead {
-					removedDead++
-				}
 			}
 		}
 	}
 	if removedVoters > (voters-1)/2 {
 		t.Fatalf("removes %d of %d voters: quorum lost", removedVoters, voters)
 	}
-	if removedDead > 0 && voters-removedVoters < minVoters {
-		t.Fatalf("dead removals leave %d voters, MinVoters %d", voters-removedVoters, minVoters)
+	if removedVoters > 0 && voters-removedVoters < minVoters {
+		t.Fatalf("removals leave %d voters, MinVoters %d", voters-removedVoters, minVoters)
 	}
 }
 

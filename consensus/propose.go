@@ -198,33 +198,6 @@ func (n *Node) poll(ctx context.Context, onCtx error, cond func(*raft.Raft) bool
 	}
 }
 
-// Leave prepares a graceful exit. On the leader it hands leadership to
-// another voter (so the cluster does not wait an election timeout); the new
-// leader then removes this node when gossip reports it PeerLeft. If no
-// transfer is possible while other voters exist, the leader removes itself
-// from the configuration instead, which also makes it step down. A follower
-// does nothing: the leader removes it on PeerLeft.
-func (n *Node) Leave(ctx context.Context) error {
-	r, err := n.running()
-	if err != nil {
-		return err
-	}
-	if r.State() != raft.Leader || len(n.State().Voters) < 2 {
-		return nil
-	}
-	err = n.await(ctx, r.LeadershipTransfer())
-	if err == nil {
-		n.log.Info("leadership transferred for leave")
-		return nil
-	}
-	n.log.Warn("leadership transfer failed; removing self", "err", err)
-	self := raft.ServerID(n.cfg.NodeID)
-	if err := n.await(ctx, r.RemoveServer(self, 0, enqueueTimeout(ctx, n.cfg.ConfigChangeTimeout))); err != nil {
-		return fmt.Errorf("consensus: leave: %w", err)
-	}
-	return nil
-}
-
 // Snapshot takes a user snapshot now and compacts the log.
 func (n *Node) Snapshot() error {
 	r, err := n.running()

@@ -102,6 +102,7 @@ func (n *Node) reconcileMembers(r *raft.Raft, peers []Peer) {
 		now:       time.Now(),
 		deadAfter: n.cfg.DeadAfter,
 		minVoters: n.cfg.MinVoters,
+		reap:      n.stableLeader(),
 	})
 	for _, c := range changes {
 		if n.ctx.Err() != nil || r.State() != raft.Leader {
@@ -132,6 +133,13 @@ func (n *Node) applyChange(r *raft.Raft, c change) {
 	}
 	n.requestNudge()
 	n.log.Info("configuration changed", "peer", c.id, "addr", c.addr, "reason", c.reason)
+}
+
+// stableLeader reports whether this node has been leader for at least
+// StabilizationTime, the condition for removing gone peers.
+func (n *Node) stableLeader() bool {
+	since := n.leaderSince.Load()
+	return since != 0 && time.Since(time.Unix(0, since)) >= n.cfg.StabilizationTime
 }
 
 func serverIDs(servers []raft.Server) []string {
@@ -176,8 +184,12 @@ func (n *Node) watchLeader() {
 		if isLeader == lastLeader && string(id) == lastID {
 			continue
 		}
-		if isLeader && !lastLeader {
+		switch {
+		case isLeader && !lastLeader:
+			n.leaderSince.Store(time.Now().UnixNano())
 			n.requestReconcile()
+		case !isLeader:
+			n.leaderSince.Store(0)
 		}
 		lastLeader, lastID = isLeader, string(id)
 		n.stats.leaderChanges.Add(1)

@@ -25,6 +25,7 @@ import (
 type clusterPart struct {
 	n       *Node
 	ml      *cluster.Membership
+	leaveIn time.Duration // the gossip timings' LeaveTimeout
 	ring    *ring.Ring
 	client  *peer.Client
 	near    *nearCache // nil when disabled
@@ -85,7 +86,7 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 	if err != nil {
 		return err
 	}
-	c.ml = ml
+	c.ml, c.leaveIn = ml, mc.Timings.LeaveTimeout
 	if c.n.raft != nil && c.n.raft.node.HasState() {
 		// Restarted with Raft state: say so in the very first gossip. Before
 		// Start this only sets the flag and cannot fail.
@@ -289,13 +290,23 @@ func (c *clusterPart) Placement(key string) []string {
 	return c.ring.Replicas(key, 1+c.n.cfg.Cluster.Replication)
 }
 
-// leave announces a graceful departure, then stops gossip and the loops.
+// leave announces a graceful departure in gossip (peers stop routing to
+// this node; its Raft seat is kept). Calling it twice is harmless.
+func (c *clusterPart) leave() {
+	if c.ml == nil {
+		return
+	}
+	if err := c.ml.Leave(c.leaveIn); err != nil {
+		c.n.log.Warn("gossip leave", "err", err)
+	}
+}
+
+// close announces a graceful departure if asked, then stops gossip and
+// the loops.
 func (c *clusterPart) close(graceful bool) {
 	if c.ml != nil {
 		if graceful {
-			if err := c.ml.Leave(2 * time.Second); err != nil {
-				c.n.log.Warn("gossip leave", "err", err)
-			}
+			c.leave()
 		}
 		c.ml.Close()
 	}

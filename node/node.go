@@ -74,6 +74,9 @@ type Node struct {
 	srv     *http.Server
 	serveWG sync.WaitGroup
 
+	left     chan struct{} // closed once Leave has given up the Raft seat
+	leftOnce sync.Once
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -89,7 +92,7 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New()}
+	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New(), left: make(chan struct{})}
 	if cfg.Node.Gossip != "" && cfg.Cluster.Secret == "" {
 		n.log.Warn("cluster.secret is empty: gossip is unencrypted and node-to-node calls are unauthenticated")
 	}
@@ -175,6 +178,9 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.cluster != nil {
 		ac.Peers = n.cluster
 	}
+	if n.raft != nil {
+		ac.Seats = seats{n}
+	}
 	var err error
 	if n.api, err = api.New(ac); err != nil {
 		return err
@@ -185,7 +191,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 			pc.Replicas, pc.Lookups = n.cluster, n.cluster
 		}
 		if n.raft != nil {
-			pc.Raft = n.raft
+			pc.Raft, pc.RaftRemove = n.raft, n.raft
 		}
 		n.api.EnablePeers(pc)
 	}
@@ -306,12 +312,13 @@ func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Node.Name }
 
-// Close leaves the cluster gracefully and shuts the node down in order:
-// announce the leave (peers stop routing to us), hand off Raft leadership,
-// stop accepting and drain requests in flight (bounded by
-// node.shutdown_timeout), stop background refreshes, then close Raft,
-// gossip, upstream connections and the cache. Safe to call twice, and
-// before Start.
+// Close stops the node gracefully, keeping its Raft seat (a stop is not a
+// leave, see consensus/seat.go): give up the seat first only when
+// node.leave_on_terminate says so, announce the gossip leave (peers stop
+// routing to us), hand off Raft leadership, stop accepting and drain
+// requests in flight (bounded by node.shutdown_timeout), stop background
+// refreshes, then close Raft, gossip, upstream connections and the cache.
+// Safe to call twice, and before Start.
 func (n *Node) Close() error { return n.close(true) }
 
 // Crash stops the node the way a killed process would look to its peers:
@@ -324,31 +331,10 @@ func (n *Node) close(graceful bool) error {
 		if n.raft != nil {
 			n.raft.stopPublishing() // before gossip changes under it
 		}
-		if graceful && n.cluster != nil && n.cluster.ml != nil {
-			if err := n.cluster.ml.Leave(2 * time.Second); err != nil {
-				n.log.Warn("gossip leave", "err", err)
-			}
+		if graceful {
+			n.announceStop()
 		}
-		if graceful && n.raft != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-			if err := n.raft.node.Leave(ctx); err != nil {
-				n.log.Warn("raft leave", "err", err)
-			}
-			cancel()
-		}
-		if n.srv != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
-			if !graceful {
-				cancel()
-			}
-			n.closeErr = n.srv.Shutdown(ctx)
-			cancel()
-			if n.closeErr != nil {
-				n.srv.Close()
-				n.closeErr = nil
-			}
-			n.serveWG.Wait()
-		}
+		n.drain(graceful)
 		n.engine.Close()
 		if n.raft != nil {
 			if err := n.raft.node.Close(); err != nil {
@@ -363,6 +349,46 @@ func (n *Node) close(graceful bool) error {
 		n.log.Info("node stopped", "graceful", graceful)
 	})
 	return n.closeErr
+}
+
+// announceStop tells the cluster this node is going: its seat is given up
+// only with node.leave_on_terminate; gossip hears a leave; a leader hands
+// leadership over.
+func (n *Node) announceStop() {
+	if n.raft != nil && n.cfg.Node.LeaveOnTerminate {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+		if err := n.raft.node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
+			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
+		}
+		cancel()
+	}
+	if n.cluster != nil {
+		n.cluster.leave()
+	}
+	if n.raft != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if err := n.raft.node.StepDown(ctx); err != nil {
+			n.log.Warn("raft step down", "err", err)
+		}
+		cancel()
+	}
+}
+
+// drain stops the HTTP server: gracefully within node.shutdown_timeout,
+// or at once.
+func (n *Node) drain(graceful bool) {
+	if n.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	if !graceful {
+		cancel()
+	}
+	if err := n.srv.Shutdown(ctx); err != nil {
+		n.srv.Close()
+	}
+	cancel()
+	n.serveWG.Wait()
 }
 
 // breakerAdmin backs /-/breakers with the table this node reads and the

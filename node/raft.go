@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
 )
 
@@ -98,15 +100,8 @@ func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.R
 func newRaftPart(n *Node) (*raftPart, error) {
 	r := &raftPart{n: n, deadSeen: map[string]time.Time{}, formed: make(chan struct{}, 1)}
 	cfg := n.cfg
-	cc := consensus.DefaultConfig()
-	cc.NodeID, cc.BindAddr, cc.DataDir = cfg.Node.Name, cfg.Node.Raft, cfg.Node.DataDir
-	if cfg.Node.Advertise != "" {
-		cc.AdvertiseAddr = advertised(cfg.Node.Advertise, cfg.Node.Raft)
-	}
-	cc.BootstrapExpect = cfg.Node.EffectiveBootstrapExpect()
-	cc.DeadAfter = cfg.Cluster.DeadAfter.D()
-	cc.Logger = n.log.With("subsystem", "raft")
-	cc.Forward = r.forward
+	cc := consensusConfig(cfg, n.log)
+	cc.Forward, cc.ForwardRemove = r.forward, r.forwardRemove
 	cc.OnLeaderChange = func(isLeader bool, leader string) {
 		n.metrics.LeaderChanges.Inc()
 		n.log.Info("raft leader", "leader", leader, "self", isLeader)
@@ -144,6 +139,21 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	return r, err
 }
 
+// consensusConfig is the part of consensus.Config that comes from the
+// node's configuration.
+func consensusConfig(cfg *config.Config, log *slog.Logger) consensus.Config {
+	cc := consensus.DefaultConfig()
+	cc.NodeID, cc.BindAddr, cc.DataDir = cfg.Node.Name, cfg.Node.Raft, cfg.Node.DataDir
+	if cfg.Node.Advertise != "" {
+		cc.AdvertiseAddr = advertised(cfg.Node.Advertise, cfg.Node.Raft)
+	}
+	cc.BootstrapExpect = cfg.Node.EffectiveBootstrapExpect()
+	cc.DeadAfter = cfg.Cluster.DeadAfter.D()
+	cc.StabilizationTime = cfg.Cluster.StabilizationTime.D()
+	cc.Logger = log.With("subsystem", "raft")
+	return cc
+}
+
 // forward hands a follower's proposal to the leader over the peer channel.
 func (r *raftPart) forward(ctx context.Context, leaderID, _ string, data []byte) ([]byte, error) {
 	if r.n.cluster == nil {
@@ -154,6 +164,23 @@ func (r *raftPart) forward(ctx context.Context, leaderID, _ string, data []byte)
 		return nil, fmt.Errorf("%w: no address for leader %s", consensus.ErrNoLeader, leaderID)
 	}
 	return r.n.cluster.client.RaftApply(ctx, m.HTTPAddr, data)
+}
+
+// forwardRemove hands a follower's seat removal to the leader.
+func (r *raftPart) forwardRemove(ctx context.Context, leaderID, _, id string) error {
+	if r.n.cluster == nil {
+		return consensus.ErrNotLeader
+	}
+	m, ok := r.n.cluster.member(leaderID)
+	if !ok || m.HTTPAddr == "" {
+		return fmt.Errorf("%w: no address for leader %s", consensus.ErrNoLeader, leaderID)
+	}
+	return r.n.cluster.client.RaftRemove(ctx, m.HTTPAddr, id)
+}
+
+// RemoveFromPeer implements api.RaftRemover on the leader.
+func (r *raftPart) RemoveFromPeer(ctx context.Context, id string) error {
+	return r.node.RemoveLocal(ctx, id)
 }
 
 // ApplyFromPeer implements api.RaftApplier on the leader. The leader stamps
@@ -455,13 +482,16 @@ type RaftStatus struct {
 	// CaughtUp: the breaker FSM has caught up since start, so the
 	// committed table is authoritative (consensus.Node.CaughtUp).
 	CaughtUp bool `json:"caught_up"`
+	// Problem says why this node has no leader and what to do about it
+	// (consensus.Node.Problem); absent while a leader is known.
+	Problem string `json:"problem,omitempty"`
 }
 
 func (r *raftPart) status() RaftStatus {
 	i := r.node.State()
 	return RaftStatus{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
 		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
-		Healthy: r.healthy(), CaughtUp: r.node.CaughtUp()}
+		Healthy: r.healthy(), CaughtUp: r.node.CaughtUp(), Problem: r.node.Problem()}
 }
 
 // catchUpProbe lets one call per route through every openFor while the

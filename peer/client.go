@@ -127,6 +127,19 @@ func (c *Client) RaftApply(ctx context.Context, addr string, data []byte) ([]byt
 	return res.Data, nil
 }
 
+// RaftRemove asks the leader at addr to remove server id and waits for the
+// removal to commit.
+func (c *Client) RaftRemove(ctx context.Context, addr, id string) error {
+	var res RaftRemoveResult
+	if err := c.call(ctx, addr, PathRaftRemove, &RaftRemove{V: Version, From: c.cfg.Self, ID: id}, &res); err != nil {
+		return err
+	}
+	if res.Err != "" {
+		return errors.New(res.Err)
+	}
+	return nil
+}
+
 func (c *Client) call(ctx context.Context, addr, path string, in any, out versioned) error {
 	body, err := Encode(in)
 	if err != nil {

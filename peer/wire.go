@@ -20,7 +20,11 @@ const (
 	PathForward   = "/-/internal/forward"
 	PathReplicate = "/-/internal/replicate"
 	PathRaftApply = "/-/internal/raft/apply"
-	PathLookup    = "/-/internal/lookup"
+	// PathRaftRemove asks the leader to remove a server from the Raft
+	// configuration (a follower's `levee leave`, or an operator's removal
+	// accepted by a follower).
+	PathRaftRemove = "/-/internal/raft/remove"
+	PathLookup     = "/-/internal/lookup"
 )
 
 // Headers of peer calls.
@@ -128,16 +132,33 @@ type RaftApplyResult struct {
 	Err  string `msgpack:"err"`
 }
 
+// RaftRemove asks the leader to remove server ID from the Raft
+// configuration for good.
+type RaftRemove struct {
+	V    uint8  `msgpack:"v"`
+	From string `msgpack:"from"`
+	ID   string `msgpack:"id"`
+}
+
+// RaftRemoveResult is the leader's answer to RaftRemove; Err is empty once
+// the removal is committed.
+type RaftRemoveResult struct {
+	V   uint8  `msgpack:"v"`
+	Err string `msgpack:"err"`
+}
+
 // versioned is implemented by every message, so Decode can check V.
 type versioned interface{ version() uint8 }
 
-func (m *ForwardRequest) version() uint8  { return m.V }
-func (m *ForwardResponse) version() uint8 { return m.V }
-func (m *Entry) version() uint8           { return m.V }
-func (m *RaftApply) version() uint8       { return m.V }
-func (m *LookupRequest) version() uint8   { return m.V }
-func (m *LookupResponse) version() uint8  { return m.V }
-func (m *RaftApplyResult) version() uint8 { return m.V }
+func (m *ForwardRequest) version() uint8   { return m.V }
+func (m *ForwardResponse) version() uint8  { return m.V }
+func (m *Entry) version() uint8            { return m.V }
+func (m *RaftApply) version() uint8        { return m.V }
+func (m *LookupRequest) version() uint8    { return m.V }
+func (m *LookupResponse) version() uint8   { return m.V }
+func (m *RaftApplyResult) version() uint8  { return m.V }
+func (m *RaftRemove) version() uint8       { return m.V }
+func (m *RaftRemoveResult) version() uint8 { return m.V }
 
 // Encode marshals a message.
 func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }

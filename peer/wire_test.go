@@ -22,6 +22,8 @@ func TestRoundTrip(t *testing.T) {
 		{"remote error", &ForwardResponse{V: 1, Err: &RemoteError{Status: 503, Title: "open", RetryAfter: 7}}, &ForwardResponse{}},
 		{"entry", &Entry{V: 1, Key: "k", RoutingKey: "rk", Status: 200, StoredAt: 1, FreshUntil: 2}, &Entry{}},
 		{"raft apply", &RaftApply{V: 1, Data: []byte{1, 2}}, &RaftApply{}},
+		{"raft remove", &RaftRemove{V: 1, From: "n1", ID: "n3"}, &RaftRemove{}},
+		{"raft remove result", &RaftRemoveResult{V: 1, Err: "no"}, &RaftRemoveResult{}},
 		{"lookup request", &LookupRequest{V: 1, From: "n3", Key: "k", Header: map[string][]string{"X-Tenant": {"acme"}}}, &LookupRequest{}},
 		{"lookup found", &LookupResponse{V: 1, Found: true, Entry: &Entry{V: 1, Key: "k\x00v", Status: 200, StoredAt: 1, ErrorUntil: 9}}, &LookupResponse{}},
 		{"lookup not found", &LookupResponse{V: 1}, &LookupResponse{}},
@@ -146,7 +148,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &LookupRequest{}, &LookupResponse{}} {
+		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}} {
 			if err := Decode(b, m); err != nil && !errors.Is(err, ErrBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
 			}

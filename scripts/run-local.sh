@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NODES=${NODES:-3}
 BASE_HTTP=${BASE_HTTP:-8080}
+BASE_GOSSIP=${BASE_GOSSIP:-7946}   # node i gossips on BASE_GOSSIP+i
+BASE_RAFT=${BASE_RAFT:-8300}       # node i speaks Raft on BASE_RAFT+i
 UPSTREAM=${UPSTREAM:-127.0.0.1:9000}
 DIR=${DIR:-./data/local}
 if (( NODES < 1 || NODES > 9 )); then echo "NODES must be 1..9" >&2; exit 2; fi
@@ -28,7 +30,7 @@ pids+=($!)
 secret=${LEVEE_SECRET:-local-dev-secret-$(id -u)}
 join=""
 for i in $(seq 1 "$NODES"); do
-  join+="${join:+, }127.0.0.1:$((7946 + i))"
+  join+="${join:+, }127.0.0.1:$((BASE_GOSSIP + i))"
 done
 for i in $(seq 1 "$NODES"); do
   name="n$i"
@@ -37,8 +39,8 @@ node:
   name: $name
   http: 127.0.0.1:$((BASE_HTTP + i - 1))
   data_dir: $DIR/$name
-  gossip: 127.0.0.1:$((7946 + i))
-  raft: 127.0.0.1:$((8300 + i))
+  gossip: 127.0.0.1:$((BASE_GOSSIP + i))
+  raft: 127.0.0.1:$((BASE_RAFT + i))
   join: [$join]
   bootstrap_expect: $(( NODES >= 3 ? 3 : NODES ))
 cluster:

@@ -1,7 +1,10 @@
-// Command levee runs one Levee node.
+// Command levee runs one Levee node, and operates a running cluster.
 //
 //	levee -config levee.yaml [-node.http 127.0.0.1:8080 ...]
 //	levee health [-url http://127.0.0.1:8080/-/readyz]
+//	levee leave [-addr URL]          give up this node's Raft seat, then stop
+//	levee remove [-addr URL] NODE    give up a dead node's Raft seat
+//	levee recover -config FILE -voters n1=ADDR,...   unwedge a stopped cluster
 //
 // Every node, cluster and cache setting in the file can be overridden by a
 // flag named after its key (-node.http) and by an environment variable
@@ -32,8 +35,22 @@ func main() {
 
 // run is main without the process: it returns the exit code.
 func run(args []string, getenv func(string) string, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "health" {
-		return health(args[1:], stderr)
+	return runTo(args, getenv, os.Stdout, stderr)
+}
+
+// runTo is run with the standard output injected (tests read it).
+func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "health":
+			return health(args[1:], stderr)
+		case "leave":
+			return leaveCmd(args[1:], getenv, stdout, stderr)
+		case "remove":
+			return removeCmd(args[1:], getenv, stdout, stderr)
+		case "recover":
+			return recoverCmd(args[1:], getenv, stdout, stderr)
+		}
 	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -61,7 +78,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
 		n.Close()
 		return 1
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-n.Left(): // POST /-/leave gave up the Raft seat: stop
+	}
 	log.Info("shutting down", "node", cfg.Node.Name)
 	if err := n.Close(); err != nil {
 		log.Error("unclean shutdown", "err", err)
@@ -75,6 +95,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
 func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
 	fs := flag.NewFlagSet("levee", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	return loadConfigWith(fs, args, getenv, nil)
+}
+
+// loadConfigWith is loadConfig on a given flag set, with extra flags of a
+// subcommand registered by extra (nil: none).
+func loadConfigWith(fs *flag.FlagSet, args []string, getenv func(string) string, extra func(*flag.FlagSet)) (*config.Config, error) {
+	if extra != nil {
+		extra(fs)
+	}
 	path := fs.String("config", getenv("LEVEE_CONFIG"), "YAML config file (env LEVEE_CONFIG)")
 	overrides := map[string]*string{}
 	for _, key := range config.SettableKeys() {

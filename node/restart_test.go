@@ -1,0 +1,274 @@
+package node
+
+import (
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/consensus"
+)
+
+// newRestartCluster starts n nodes with Raft on disk (diskRaft: snapshots
+// every few entries, so restarts restore them too) and pins every node's
+// addresses to the ones it bound, so restarts come back where they were,
+// as processes with a config file do.
+func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
+	t.Helper()
+	c := newTestClusterWith(t, n, diskRaft, edits...)
+	for i := range n {
+		c.pinAddrs(i)
+	}
+	return c
+}
+
+// pinAddrs makes node i's next start bind the addresses it holds now.
+func (c *testCluster) pinAddrs(i int) {
+	n, cfg := c.nodes[i], c.cfgs[i]
+	cfg.Node.HTTP, cfg.Node.Gossip, cfg.Node.Raft = n.HTTPAddr(), n.cluster.ml.GossipAddr(), n.raft.node.Addr()
+}
+
+// startAll starts every stopped node at once, each joining every other
+// node's gossip address, as `make run` does.
+func (c *testCluster) startAll() {
+	c.t.Helper()
+	var seeds []string
+	for _, cfg := range c.cfgs {
+		seeds = append(seeds, cfg.Node.Gossip)
+	}
+	var wg sync.WaitGroup
+	built := make([]*Node, len(c.cfgs))
+	for i, cfg := range c.cfgs {
+		if c.nodes[i] != nil {
+			continue
+		}
+		cfg.Node.Join = slices.DeleteFunc(slices.Clone(seeds), func(s string) bool { return s == cfg.Node.Gossip })
+		opts := c.opts
+		diskRaft(i, &opts)
+		opts.Logger = c.opts.Logger.With("test_node", cfg.Node.Name)
+		n, err := New(cfg, opts)
+		if err != nil {
+			c.t.Fatalf("New %s: %v", cfg.Node.Name, err)
+		}
+		built[i] = n
+		wg.Go(func() {
+			if err := n.Start(c.t.Context()); err != nil {
+				c.t.Errorf("Start %s: %v", cfg.Node.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, n := range built {
+		if n != nil {
+			c.nodes[i] = n
+		}
+	}
+	if c.t.Failed() {
+		c.t.FailNow()
+	}
+}
+
+// stopAll stops every running node at once: gracefully (SIGTERM) or as a
+// kill.
+func (c *testCluster) stopAll(graceful bool) {
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		if n == nil {
+			continue
+		}
+		c.nodes[i] = nil
+		wg.Go(func() {
+			if graceful {
+				n.Close()
+			} else {
+				n.Crash()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitAgreedVoters waits until the running nodes know one leader and all
+// hold exactly want as voters, and returns how long that took.
+func (c *testCluster) waitAgreedVoters(bound time.Duration, want []string) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	c.waitFor(bound, "one leader and voters "+strings.Join(want, ","), func() bool {
+		leader := ""
+		for _, i := range c.running() {
+			st := c.nodes[i].raft.node.State()
+			if st.LeaderID == "" || leader != "" && st.LeaderID != leader || !slices.Equal(st.Voters, want) {
+				return false
+			}
+			leader = st.LeaderID
+		}
+		return true
+	})
+	return time.Since(start)
+}
+
+func (c *testCluster) names() []string {
+	var out []string
+	for _, cfg := range c.cfgs {
+		out = append(out, cfg.Node.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// forceOpen commits a forced-open breaker through node i's admin API.
+func (c *testCluster) forceOpen(i int) {
+	c.t.Helper()
+	if st := c.adminCall(http.MethodPost, i, "/-/breakers/comments/open"); st != http.StatusOK {
+		c.t.Fatalf("force open via node %d: %d", i, st)
+	}
+}
+
+// restartBound is how long a restarted cluster may take to agree on a
+// leader and its voters: a few election rounds at the test timings, with
+// room for a loaded 2-core machine.
+const restartBound = 20 * time.Second
+
+// TestWholeClusterRestartKeepsEveryVoter is `make run`, Ctrl-C, `make run`
+// in a loop: every node stops at once (gracefully, or killed) and starts
+// again on its data dir. Each time a leader emerges, every node holds all
+// of them as voters, and committed breaker state is still there.
+func TestWholeClusterRestartKeepsEveryVoter(t *testing.T) {
+	tests := []struct {
+		name     string
+		nodes    int
+		rounds   int
+		graceful bool
+	}{
+		{name: "3 nodes stopped", nodes: 3, rounds: 20, graceful: true},
+		{name: "3 nodes killed", nodes: 3, rounds: 5},
+		{name: "5 nodes stopped", nodes: 5, rounds: 10, graceful: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newRestartCluster(t, tc.nodes)
+			want := c.names()
+			c.waitAgreedVoters(restartBound, want)
+			c.forceOpen(0)
+			var worst time.Duration
+			for round := range tc.rounds {
+				c.stopAll(tc.graceful)
+				c.startAll()
+				took := c.waitAgreedVoters(restartBound, want)
+				worst = max(worst, took)
+				for _, i := range c.running() {
+					c.waitFor(restartBound, "forced-open breaker after the restart", func() bool {
+						v := c.nodes[i].table.View("comments")
+						return v.Forced && c.nodes[i].raft.node.CaughtUp()
+					})
+				}
+				t.Logf("round %d: leader and %d voters agreed after %v", round+1, len(want), took)
+			}
+			t.Logf("slowest round to agree: %v", worst)
+		})
+	}
+}
+
+// TestRestartWithLostDataDirRejoins: one node's data dir is lost while the
+// cluster is down; everything restarts; the node comes back as a fresh node
+// (it never bootstraps a second cluster), keeps its seat and catches up.
+func TestRestartWithLostDataDirRejoins(t *testing.T) {
+	c := newRestartCluster(t, 3)
+	want := c.names()
+	c.waitAgreedVoters(restartBound, want)
+	c.forceOpen(0)
+	c.stopAll(true)
+	if err := os.RemoveAll(c.cfgs[2].Node.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	c.startAll()
+	c.waitAgreedVoters(restartBound, want)
+	lost := c.nodes[2]
+	c.waitFor(restartBound, "the lost node catches up", func() bool {
+		return lost.raft.node.CaughtUp() && lost.table.View("comments").Forced
+	})
+	if b := lost.raft.node.Stats().Bootstraps; b != 0 {
+		t.Fatalf("the node with a lost data dir bootstrapped %d clusters", b)
+	}
+}
+
+// TestLeaveAndRemoveAreExplicit: POST /-/leave gives up the node's seat
+// (levee leave), DELETE /-/cluster/members/NAME gives up a dead node's
+// (levee remove), and a member gossip sees alive cannot be removed.
+func TestLeaveAndRemoveAreExplicit(t *testing.T) {
+	c := newRestartCluster(t, 4, func(_ int, cfg *config.Config) { cfg.Node.BootstrapExpect = 3 })
+	all := c.names()
+	c.waitAgreedVoters(restartBound, all)
+
+	if st := c.adminCall(http.MethodDelete, 0, "/-/cluster/members/n4"); st != http.StatusConflict {
+		t.Fatalf("removing an alive member: %d, want 409", st)
+	}
+	if st := c.adminCall(http.MethodPost, 3, "/-/leave"); st != http.StatusOK {
+		t.Fatalf("POST /-/leave on n4: %d", st)
+	}
+	select {
+	case <-c.nodes[3].Left():
+	default:
+		t.Fatal("Left() not closed after POST /-/leave")
+	}
+	c.stop(3)
+	c.waitAgreedVoters(restartBound, all[:3])
+
+	c.crash(2)
+	c.waitFor(restartBound, "n3 dead in n2's gossip", func() bool {
+		m, ok := c.nodes[1].cluster.member("n3")
+		return ok && m.State == cluster.Dead
+	})
+	if st := c.adminCall(http.MethodDelete, 1, "/-/cluster/members/n3"); st != http.StatusOK {
+		t.Fatalf("removing dead n3 through n2: %d", st)
+	}
+	c.waitAgreedVoters(restartBound, []string{"n1", "n2"})
+	if st := c.adminCall(http.MethodDelete, 0, "/-/cluster/members/n1"); st != http.StatusConflict {
+		t.Fatalf("removing self through DELETE: %d, want 409", st)
+	}
+}
+
+func (c *testCluster) adminCall(method string, i int, path string) int {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.url(i, path), nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRecoverUnwedgesLostQuorum: two of three nodes are gone for good, so
+// the survivor can never elect a leader, and /-/cluster says why. Recover
+// (levee recover) on the stopped survivor with itself as the only voter
+// brings back a leader with the committed breaker state.
+func TestRecoverUnwedgesLostQuorum(t *testing.T) {
+	c := newRestartCluster(t, 3)
+	c.waitAgreedVoters(restartBound, c.names())
+	c.forceOpen(0)
+	c.stopAll(true)
+	c.cfgs = c.cfgs[:1]
+	c.nodes = c.nodes[:1]
+	c.startAll()
+	c.waitFor(restartBound, "a no-quorum diagnosis", func() bool {
+		p := c.nodes[0].raft.status().Problem
+		return strings.HasPrefix(p, "no quorum: 1 of the 3 voters")
+	})
+	c.stopAll(true)
+	if err := RecoverRaft(c.cfgs[0], []consensus.Peer{{ID: "n1", RaftAddr: c.cfgs[0].Node.Raft}}, quietLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	c.startAll()
+	c.waitAgreedVoters(restartBound, []string{"n1"})
+	c.waitFor(restartBound, "breaker state kept", func() bool { return c.nodes[0].table.View("comments").Forced })
+	if p := c.nodes[0].raft.status().Problem; p != "" {
+		t.Fatalf("problem after recovery = %q", p)
+	}
+}
