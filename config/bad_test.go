@@ -99,6 +99,7 @@ func TestParseInvalid(t *testing.T) {
 		{name: "negative replication", src: withCluster("{replication: -1}"), want: []string{"cluster.replication: must be >= 0"}},
 		{name: "zero rejoin", src: withCluster("{rejoin_interval: 0s}"), want: []string{"cluster.rejoin_interval: must be > 0"}},
 		{name: "zero dead_after", src: withCluster("{dead_after: 0s}"), want: []string{"cluster.dead_after: must be > 0"}},
+		{name: "negative persist_interval", src: "cache: {persist_interval: -1s}\n" + oneRoute(""), want: []string{"cache.persist_interval: must be >= 0"}},
 		{name: "zero stabilization_time", src: withCluster("{stabilization_time: 0s}"), want: []string{"cluster.stabilization_time: must be > 0"}},
 		{name: "zero forward", src: withCluster("{forward_timeout: 0s}"), want: []string{"cluster.forward_timeout: must be > 0"}},
 		{name: "negative near cache", src: withCluster("{near_cache: {max_bytes: -1}}"), want: []string{"cluster.near_cache.max_bytes: must be >= 0"}},

@@ -121,6 +121,15 @@ type NearCache struct {
 type Cache struct {
 	// MaxBytes caps the cache. Default 256MiB; must be > 0.
 	MaxBytes ByteSize `yaml:"max_bytes"`
+	// Persist saves the cache to node.data_dir/cache.snapshot on a graceful
+	// stop (and every PersistInterval) and loads it at start, so a
+	// restarted node, or a whole cluster restarted at once, still serves
+	// what it held. Default true.
+	Persist bool `yaml:"persist"`
+	// PersistInterval is how often the cache is also saved while the node
+	// runs, which bounds what a killed node (SIGKILL, power loss) loses.
+	// Default 30s; 0s saves only on a graceful stop.
+	PersistInterval Duration `yaml:"persist_interval"`
 }
 
 // Route sends requests under Prefix to Upstream; breaker, metrics and
@@ -254,7 +263,7 @@ func Default() *Config {
 			StabilizationTime: Duration(10 * time.Second),
 			NearCache:         NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
 		},
-		Cache: Cache{MaxBytes: 256 << 20},
+		Cache: Cache{MaxBytes: 256 << 20, Persist: true, PersistInterval: Duration(30 * time.Second)},
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 func TestSettableKeys(t *testing.T) {
 	want := []string{
-		"cache.max_bytes",
+		"cache.max_bytes", "cache.persist", "cache.persist_interval",
 		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.load_factor",
 		"cluster.near_cache.max_bytes", "cluster.near_cache.ttl", "cluster.partitions",
 		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time",
@@ -46,6 +46,7 @@ func TestSet(t *testing.T) {
 		{"float", "cluster.load_factor", "1.5", func(c *Config) bool { return c.Cluster.LoadFactor == 1.5 }},
 		{"nested", "cluster.near_cache.ttl", "500ms", func(c *Config) bool { return c.Cluster.NearCache.TTL.D() == 500*time.Millisecond }},
 		{"cache", "cache.max_bytes", "1GiB", func(c *Config) bool { return c.Cache.MaxBytes == 1<<30 }},
+		{"boolean", "cache.persist", "false", func(c *Config) bool { return !c.Cache.Persist }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ func (c *Config) Validate() error {
 	v.node(&c.Node)
 	v.cluster(&c.Cluster)
 	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
+	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
 	v.routes(c)
 	return errors.Join(v.errs...)
 }

@@ -66,8 +66,7 @@ func TestCaughtUpUnformed(t *testing.T) {
 // hashicorp/raft (startStopReplication vs. replicateTo) under -race.
 func TestCaughtUpAfterRestart(t *testing.T) {
 	c := newCluster(t, clusterOpts{onDisk: true, inmemTransport: true, tune: func(cfg *Config) {
-		cfg.Timings = Timings{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+		cfg.Timings = diskTimings()
 	}})
 	leader := c.formCluster("n1", "n2", "n3")
 	for range 5 {

@@ -140,6 +140,14 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
+// diskTimings suit on-disk Raft in tests: bolt fsyncs under -race on a
+// shared 2-core box can stall a 50ms lease; these are still far below
+// raft's defaults.
+func diskTimings() Timings {
+	return Timings{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+}
+
 // clusterOpts shape a testCluster.
 type clusterOpts struct {
 	inmemTransport bool // raft.InmemTransport (partitionable) instead of TCP

@@ -13,8 +13,7 @@ import (
 // brings back a leader with every committed entry.
 func TestRecoverLostQuorum(t *testing.T) {
 	c := newCluster(t, clusterOpts{onDisk: true, tune: func(cfg *Config) {
-		cfg.Timings = Timings{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+		cfg.Timings = diskTimings()
 	}})
 	leader := c.formCluster("n1", "n2", "n3")
 	for range 3 {

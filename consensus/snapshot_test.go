@@ -13,10 +13,7 @@ func TestSnapshotsInstallAndRestart(t *testing.T) {
 		cfg.SnapshotThreshold = 8
 		cfg.TrailingLogs = 4
 		cfg.SnapshotInterval = 20 * time.Millisecond
-		// bolt fsyncs under -race on a shared 2-core box can stall a 50ms
-		// lease; these are still far below raft's defaults.
-		cfg.Timings = Timings{HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
-			LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+		cfg.Timings = diskTimings()
 	}})
 	leader := c.formCluster("n1", "n2", "n3")
 	for range 30 {

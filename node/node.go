@@ -69,6 +69,7 @@ type Node struct {
 	api      *api.Server
 	cluster  *clusterPart // nil on a single node
 	raft     *raftPart    // nil without node.raft
+	persist  *persister   // nil without cache.persist
 
 	ln      net.Listener
 	srv     *http.Server
@@ -143,6 +144,7 @@ func (n *Node) wireCore() error {
 		return err
 	}
 	n.registerGauges()
+	n.persist = n.persistence()
 	return n.wireAPI(proposer)
 }
 
@@ -247,6 +249,10 @@ func (n *Node) onTransition(t breaker.Transition) {
 // Start listens on node.http and serves. It returns once the listener is
 // bound, so HTTPAddr is valid (node.http may use port 0).
 func (n *Node) Start(ctx context.Context) error {
+	if n.persist != nil {
+		n.loadCache(n.persist)
+		n.persist.start()
+	}
 	ln, err := net.Listen("tcp", n.cfg.Node.HTTP)
 	if err != nil {
 		return fmt.Errorf("node: listen on node.http %s: %w", n.cfg.Node.HTTP, err)
@@ -336,6 +342,9 @@ func (n *Node) close(graceful bool) error {
 		}
 		n.drain(graceful)
 		n.engine.Close()
+		if n.persist != nil {
+			n.persist.stop(graceful) // a kill saves nothing: the last periodic save stands
+		}
 		if n.raft != nil {
 			if err := n.raft.node.Close(); err != nil {
 				n.closeErr = err

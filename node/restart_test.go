@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/demoupstream"
 )
 
 // newRestartCluster starts n nodes with Raft on disk (diskRaft: snapshots
@@ -270,5 +272,50 @@ func TestRecoverUnwedgesLostQuorum(t *testing.T) {
 	c.waitFor(restartBound, "breaker state kept", func() bool { return c.nodes[0].table.View("comments").Forced })
 	if p := c.nodes[0].raft.status().Problem; p != "" {
 		t.Fatalf("problem after recovery = %q", p)
+	}
+}
+
+// TestRestartsKeepTheCache: keys read before a whole-cluster restart, or a
+// rolling one, are still answered through every node afterwards with the
+// upstream down: each node saved its cache on stop and loaded it at start.
+func TestRestartsKeepTheCache(t *testing.T) {
+	for _, rolling := range []bool{false, true} {
+		name := map[bool]string{false: "whole cluster", true: "rolling"}[rolling]
+		t.Run(name, func(t *testing.T) {
+			c := newRestartCluster(t, 3)
+			c.waitAgreedVoters(restartBound, c.names())
+			var paths []string
+			for k := range 12 {
+				p := fmt.Sprintf("/comments/stories/%d/comments", 100+k)
+				if a := c.get(k%3, p, "X-Tenant", "acme"); a.status != http.StatusOK {
+					t.Fatalf("GET %s: %d", p, a.status)
+				}
+				paths = append(paths, p)
+			}
+			if err := c.up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
+				t.Fatal(err)
+			}
+			if rolling {
+				for i := range c.cfgs {
+					c.stop(i)
+					c.startAll()
+					c.waitAgreedVoters(restartBound, c.names())
+				}
+			} else {
+				c.stopAll(true)
+				c.startAll()
+				c.waitAgreedVoters(restartBound, c.names())
+			}
+			waitRings(c)
+			calls := c.up.Total()
+			for _, p := range paths {
+				for i := range c.cfgs {
+					if a := c.get(i, p, "X-Tenant", "acme"); a.status != http.StatusOK {
+						t.Fatalf("GET %s via node %d after the restart, upstream down: %d %s", p, i, a.status, a.header.Get("X-Cache"))
+					}
+				}
+			}
+			t.Logf("upstream calls while serving %d keys through 3 nodes: %d", len(paths), c.up.Total()-calls)
+		})
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"sync/atomic"
 	"time"
@@ -141,6 +142,20 @@ func (c *Cache) storable(key string, e *Entry) bool {
 // Delete removes key's entry, if any.
 func (c *Cache) Delete(key string) {
 	c.otter.Invalidate(key)
+}
+
+// All yields every entry that is not Dead, with its key, in no particular
+// order (a weakly consistent view under concurrent writes). Callers must
+// not mutate the entries.
+func (c *Cache) All() iter.Seq2[string, *Entry] {
+	return func(yield func(string, *Entry) bool) {
+		now := c.now()
+		for k, e := range c.otter.All() {
+			if e.Freshness(now) != Dead && !yield(k, e) {
+				return
+			}
+		}
+	}
 }
 
 // Stats returns the current counts. It briefly takes otter's eviction lock

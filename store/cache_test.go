@@ -255,3 +255,33 @@ func TestCacheExpiresDeadSynctest(t *testing.T) {
 		}
 	})
 }
+
+// TestCacheAllSkipsDead: All yields every live entry once with its key and
+// nothing past its last window, even before otter's clean-up ran.
+func TestCacheAllSkipsDead(t *testing.T) {
+	clk := &fakeClock{now: t0}
+	c := newTestCache(t, Config{MaxBytes: 1 << 20, Now: clk.Now})
+	c.Set("short", windowed()) // Dead at t0+30s
+	c.Set("long", entryAt(t0, 1))
+	got := map[string]bool{}
+	for k := range c.All() {
+		got[k] = true
+	}
+	if len(got) != 2 {
+		t.Fatalf("All at t0 = %v, want both", got)
+	}
+	clk.Advance(31 * time.Second)
+	got = map[string]bool{}
+	for k, e := range c.All() {
+		if e.Freshness(clk.Now()) == Dead {
+			t.Fatalf("All yielded dead %q", k)
+		}
+		got[k] = true
+	}
+	if !got["long"] || got["short"] {
+		t.Fatalf("All after 31s = %v, want only long", got)
+	}
+	for range c.All() {
+		break // an early stop must not panic
+	}
+}
