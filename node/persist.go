@@ -105,5 +105,5 @@ func (p *persister) saveNow(why string) {
 		p.log("cache not saved", "path", p.path, "why", why, "err", err)
 		return
 	}
-	p.log("cache saved", "path", p.path, "why", why, "entries", n, "took", time.Since(start).Round(time.Millisecond))
+	p.log("cache saved", "path", p.path, "why", why, "entries", n, "took_ms", time.Since(start).Milliseconds())
 }
