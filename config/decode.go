@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"reflect"
 	"strings"
@@ -142,21 +143,32 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 }
 
 // resolveUpstreams sets each route's UpstreamURL from its validated
-// Upstream, with a trailing slash so that joining the rest of a request path
-// never glues two segments together.
+// Upstream (see ResolvedUpstream).
 func (c *Config) resolveUpstreams() {
 	for i := range c.Routes {
-		r := &c.Routes[i]
-		u, err := parseUpstream(r.Upstream)
-		if err != nil {
-			continue // Validate has reported it
+		if u, err := c.Routes[i].ResolvedUpstream(); err == nil {
+			c.Routes[i].UpstreamURL = u // errors: Validate has reported them
 		}
-		if !strings.HasSuffix(u.Path, "/") {
-			u.Path += "/"
-			if u.RawPath != "" {
-				u.RawPath += "/"
-			}
-		}
-		r.UpstreamURL = u
 	}
+}
+
+// ResolvedUpstream returns UpstreamURL or, on a Route built in code (nil
+// UpstreamURL), Upstream parsed as Resolve does: an absolute http(s) URL
+// whose path ends in "/", so that joining the rest of a request path never
+// glues two segments together. It is the one place that rule lives.
+func (r *Route) ResolvedUpstream() (*url.URL, error) {
+	if r.UpstreamURL != nil {
+		return r.UpstreamURL, nil
+	}
+	u, err := parseUpstream(r.Upstream)
+	if err != nil {
+		return nil, &FieldError{Path: "upstream", Msg: fmt.Sprintf("%q %v", r.Upstream, err)}
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+		if u.RawPath != "" {
+			u.RawPath += "/"
+		}
+	}
+	return u, nil
 }

@@ -337,3 +337,35 @@ func TestManyRoutes(t *testing.T) {
 		t.Fatalf("RouteFor(/r999/x) = %+v, %v", r, ok)
 	}
 }
+
+// TestResolvedUpstream: one rule for every caller: an absolute http(s) URL
+// whose path ends in "/", for a parsed Config and one built in code alike.
+func TestResolvedUpstream(t *testing.T) {
+	tests := []struct {
+		in, want string
+		wantErr  bool
+	}{
+		{in: "http://h:1/api", want: "http://h:1/api/"},
+		{in: "http://h:1/api/", want: "http://h:1/api/"},
+		{in: "https://h", want: "https://h/"},
+		{in: "http://h/a%2Fb", want: "http://h/a%2Fb/"},
+		{in: "ftp://h/", wantErr: true},
+		{in: "/relative", wantErr: true},
+		{in: "http://h/?q=1", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			r := &Route{Upstream: tt.in}
+			u, err := r.ResolvedUpstream()
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("= %v, want an error", u)
+				}
+				return
+			}
+			if err != nil || u.String() != tt.want {
+				t.Fatalf("= %v, %v; want %s", u, err, tt.want)
+			}
+		})
+	}
+}

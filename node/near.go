@@ -2,7 +2,6 @@ package node
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/levee/levee/proxy"
@@ -34,23 +33,13 @@ func nearable(method string, resp *proxy.Response) bool {
 
 func nearKey(method, rkey string) string { return method + "\x00" + rkey }
 
-// variantKey extends k with the request's values of the Vary'd headers.
-func variantKey(k string, names []string, h http.Header) string {
-	var b strings.Builder
-	b.WriteString(k)
-	for _, n := range names {
-		b.WriteString("\x00" + n + "=" + strings.Join(h.Values(n), ","))
-	}
-	return b.String()
-}
-
 func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bool) {
 	k := nearKey(method, rkey)
 	marker, ok := n.c.Get(k)
 	if !ok {
 		return nil, false
 	}
-	e, ok := n.c.Get(variantKey(k, marker.Header.Values("Vary"), h))
+	e, ok := n.c.Get(proxy.VaryKey(k, marker.Header.Values("Vary"), h))
 	now := n.now()
 	if !ok || e.Freshness(now) != store.Fresh {
 		return nil, false
@@ -63,22 +52,20 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	if !nearable(method, resp) {
 		return
 	}
+	// The engine's Vary rule, "Vary: *" included: such an answer is never
+	// reused, so it is never near-cached either.
+	names, star := proxy.VaryNames(resp.Header)
+	if star {
+		return
+	}
 	now := n.now()
 	until := now.Add(min(n.ttl, resp.FreshFor))
-	var names []string
-	for _, v := range resp.Header.Values("Vary") {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				names = append(names, http.CanonicalHeaderKey(f))
-			}
-		}
-	}
 	k := nearKey(method, rkey)
 	window := func(e *store.Entry) *store.Entry {
 		e.FreshUntil, e.StaleUntil, e.ErrorUntil = until, until, until
 		return e
 	}
 	n.c.Set(k, window(&store.Entry{Header: http.Header{"Vary": names}, StoredAt: now}))
-	n.c.Set(variantKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header.Clone(),
+	n.c.Set(proxy.VaryKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header.Clone(),
 		Body: resp.Body, StoredAt: now.Add(-resp.Age)}))
 }

@@ -3,7 +3,6 @@ package node
 import (
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
@@ -47,24 +46,12 @@ func proxyRoute(r *config.Route) (*proxy.Route, error) {
 	}, nil
 }
 
-// upstreamURL returns the route's parsed upstream. config.Parse fills
-// UpstreamURL, but a Config built in code (tests, embedders) leaves it nil,
-// and the engine would dereference it on the first request; parse it here
-// the way config does, with the trailing slash that keeps a joined path
-// from gluing two segments together.
+// upstreamURL is the route's parsed upstream (config owns the rule); a
+// Config built in code has no UpstreamURL yet.
 func upstreamURL(r *config.Route) (*url.URL, error) {
-	if r.UpstreamURL != nil {
-		return r.UpstreamURL, nil
-	}
-	u, err := url.Parse(r.Upstream)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("node: route %q: upstream %q is not an absolute URL", r.Name, r.Upstream)
-	}
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-		if u.RawPath != "" {
-			u.RawPath += "/"
-		}
+	u, err := r.ResolvedUpstream()
+	if err != nil {
+		return nil, fmt.Errorf("node: route %q: %w", r.Name, err)
 	}
 	return u, nil
 }

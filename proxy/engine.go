@@ -231,7 +231,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 			// stored between our lookup and our Do, in which case we would
 			// start a needless second upstream call.
 			if _, cur := e.lookup(pkey, r.Header); cur != nil && cur != old && cur.Freshness(e.cfg.Now()) == store.Fresh {
-				vary, _ := varyNames(cur.Header)
+				vary, _ := VaryNames(cur.Header)
 				return &flight{entry: cur, result: Hit, stored: true, vary: vary, reqHdr: r.Header}, nil
 			}
 			return e.fetch(fctx, rt, r, pkey, old)
@@ -243,7 +243,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 	if err != nil || !shared || len(f.vary) == 0 || sameVary(f.vary, f.reqHdr, r.Header) {
 		return f, err
 	}
-	vkey := varyKey(pkey, f.vary, r.Header)
+	vkey := VaryKey(pkey, f.vary, r.Header)
 	f, err, _ = e.flights.Do(ctx, flightKey(vkey, r.Header), fetch(nil))
 	return f, err
 }
@@ -288,7 +288,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 		return f, nil
 	}
 	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header)
-	f.vary, _ = varyNames(resp.Header)
+	f.vary, _ = VaryNames(resp.Header)
 	setWindows(ent, now, p)
 	if p.Store && int64(len(resp.Body)) <= rt.MaxBody {
 		e.put(rt, r, pkey, f.vary, ent)
@@ -321,7 +321,7 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	p := responsePolicy(rt, r.Method, r.Header, old.Status, merged)
 	renewed := old.Renewed(now, p.Fresh, p.Stale, p.StaleIfError, resp.Header)
 	f := &flight{entry: renewed, result: Revalidated, attempts: resp.Attempts, reqHdr: r.Header}
-	f.vary, _ = varyNames(renewed.Header)
+	f.vary, _ = VaryNames(renewed.Header)
 	if p.Store {
 		e.put(rt, r, pkey, f.vary, renewed)
 		f.stored = true

@@ -21,7 +21,7 @@ func (e *Engine) lookup(pkey string, h http.Header) (string, *store.Entry) {
 	if ent.Status != 0 {
 		return pkey, ent
 	}
-	key := varyKey(pkey, ent.Header.Values("Vary"), h)
+	key := VaryKey(pkey, ent.Header.Values("Vary"), h)
 	v, ok := e.cfg.Cache.Get(key)
 	if !ok || v.Status == 0 {
 		return key, nil
@@ -50,7 +50,7 @@ func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *sto
 	// The variant goes in before the marker that points at it, and the
 	// replication hooks run after both: a reader must never find a marker
 	// whose variant is not there yet, or it would start a second fetch.
-	key := varyKey(pkey, vary, r.Header)
+	key := VaryKey(pkey, vary, r.Header)
 	marker := varyMarker(vary, ent)
 	e.cfg.Cache.Set(key, ent)
 	e.cfg.Cache.Set(pkey, marker)

@@ -40,7 +40,7 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 	case len(h.Values("Set-Cookie")) > 0:
 		return p.deny("set-cookie")
 	}
-	if _, star := varyNames(h); star {
+	if _, star := VaryNames(h); star {
 		return p.deny("vary-star")
 	}
 	cc, err := cacheobject.ParseResponseCacheControl(strings.Join(h.Values("Cache-Control"), ", "))

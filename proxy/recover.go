@@ -42,7 +42,7 @@ func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string
 // local answer wins), under its variant key and, when it varies, behind a
 // marker. It is not replicated again: it came from a replica.
 func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
-	vary, star := varyNames(ent.Header)
+	vary, star := VaryNames(ent.Header)
 	if star {
 		return
 	}
@@ -50,7 +50,7 @@ func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
 		e.Put(pkey, ent)
 		return
 	}
-	if e.Put(varyKey(pkey, vary, h), ent) {
+	if e.Put(VaryKey(pkey, vary, h), ent) {
 		e.Put(pkey, varyMarker(vary, ent))
 	}
 }

@@ -136,9 +136,9 @@ func primaryKey(rt *Route, r *Request) string {
 	return b.String()
 }
 
-// varyKey extends a primary key with the request's values of the headers the
+// VaryKey extends a primary key with the request's values of the headers the
 // upstream named in Vary.
-func varyKey(primary string, names []string, h http.Header) string {
+func VaryKey(primary string, names []string, h http.Header) string {
 	if len(names) == 0 {
 		return primary
 	}
@@ -153,9 +153,9 @@ func varyKey(primary string, names []string, h http.Header) string {
 	return b.String()
 }
 
-// varyNames parses the Vary header values into sorted canonical names. star
+// VaryNames parses the Vary header values into sorted canonical names. star
 // reports "Vary: *", which makes a response unstorable.
-func varyNames(h http.Header) (names []string, star bool) {
+func VaryNames(h http.Header) (names []string, star bool) {
 	seen := map[string]bool{}
 	for _, v := range h.Values("Vary") {
 		for _, f := range strings.Split(v, ",") {
