@@ -74,7 +74,7 @@ func (n *Node) EffectiveBootstrapExpect() int {
 // Cluster holds the settings every node of a cluster must agree on.
 type Cluster struct {
 	// Secret keys memberlist encryption and node-to-node auth. Default "":
-	// neither (cmd/node warns). When set, at least 12 characters.
+	// neither (the node warns at start). When set, at least 12 characters.
 	Secret string `yaml:"secret"`
 	// AdminToken is required by admin POST endpoints. Default "": those
 	// endpoints are disabled.

@@ -24,7 +24,7 @@ func (c *Config) Validate() error {
 
 // minSecretLen is the shortest cluster secret accepted. It is a floor
 // against accidents ("x", "test"), not a strength rule: the secret is a
-// passphrase that cmd/node stretches into keys, and the reference example's
+// passphrase that the node stretches into keys (cluster, peer), and the reference example's
 // "some passphrase" (15 characters) must stay valid.
 const minSecretLen = 12
 

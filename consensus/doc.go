@@ -3,7 +3,7 @@
 //
 // It owns the hashicorp/raft instance, its TCP transport, the raft-boltdb log
 // and stable store and the file snapshot store under Config.DataDir. It knows
-// nothing about memberlist, HTTP or breakers: the glue in cmd/node feeds it
+// nothing about memberlist, HTTP or breakers: package node feeds it
 // membership through Reconcile and carries follower proposals to the leader
 // through Config.Forward.
 //

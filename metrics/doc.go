@@ -1,7 +1,7 @@
 // Package metrics holds Levee's Prometheus series on a registry of its own
 // (never the global one, so N nodes can run in one test process). *Metrics
 // implements the small observer interfaces that proxy, upstream, api and
-// the breaker declare; cmd/node injects it into each of them.
+// the breaker declare; package node injects it into each of them.
 //
 // Cache hit ratio is a query, not a series:
 //

@@ -21,7 +21,7 @@ var ErrUnreachable = errors.New("peer: unreachable")
 
 // Token derives the peer auth token from the cluster secret, so the secret
 // itself never crosses the wire. An empty secret gives an empty token:
-// auth is off, which cmd/node warns about.
+// auth is off, which package node warns about.
 func Token(secret string) string {
 	if secret == "" {
 		return ""

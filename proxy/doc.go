@@ -14,7 +14,12 @@
 // (the cluster's replica lookup) may supply another node's copy, which is
 // served the same way and kept.
 //
-// The engine knows nothing about HTTP servers or the cluster: api parses the
-// request, decides which node owns the key (Request.RoutingKey) and calls
+// The engine knows nothing about HTTP servers, and about the cluster only
+// through three optional hooks the node wires in: Config.OnStore (hand a
+// stored entry to replication), Config.Owns (does this node own a routing
+// key: an owner trusts its own copy, a non-owner first asks the replicas
+// for a newer one) and Config.Recover (another node's copy when nothing
+// local can stand in). Nil hooks make a single node. api parses the
+// request, decides which node owns the key (Engine.RoutingKey) and calls
 // Engine.Serve on the owner.
 package proxy
