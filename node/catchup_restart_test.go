@@ -78,8 +78,8 @@ func TestCatchupRestartedNodeHoldsOpen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			net := newInmemNet(t, 3)
 			opts := catchupRaft(net, tc.grace)
-			c := newTestClusterWith(t, 3, opts, raft4Breaker(time.Minute, 1))
-			t.Cleanup(func() { // see TestRaft4MinorityPartition
+			c := newTestClusterWith(t, 3, opts, breakerEdit(time.Minute, 1))
+			t.Cleanup(func() { // see TestMinorityPartitionKeepsCommittedOpenAndGuards
 				for i := range c.nodes {
 					c.crash(i)
 				}
@@ -162,7 +162,7 @@ func moveOn(t *testing.T, c *testCluster) {
 func TestCatchupWindowEnds(t *testing.T) {
 	net := newInmemNet(t, 3)
 	opts := catchupRaft(net, 0)
-	c := newTestClusterWith(t, 3, opts, raft4Breaker(time.Minute, 1))
+	c := newTestClusterWith(t, 3, opts, breakerEdit(time.Minute, 1))
 	t.Cleanup(func() {
 		for i := range c.nodes {
 			c.crash(i)

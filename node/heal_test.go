@@ -23,10 +23,10 @@ func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
 		cfg.Routes[0].Cache.Fresh = config.Duration(500 * time.Millisecond)
 		cfg.Routes[0].Cache.Stale = config.Duration(500 * time.Millisecond)
 	})
-	owner := c.ownerOf(0, c3Path, c3Tenant)
-	orig := c.get(owner, c3Path, "X-Tenant", c3Tenant)
+	owner := c.ownerOf(0, hotPath, hotTenant)
+	orig := c.get(owner, hotPath, "X-Tenant", hotTenant)
 	orig.expect(t, 200, "MISS")
-	rep := c3ReplicaOf(c, owner)
+	rep := replicaOf(c, owner)
 	c.waitFor(5*time.Second, "replication to the replica", func() bool {
 		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
 	})
@@ -37,7 +37,7 @@ func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
 	c.waitConverged()
 	readAll := func() { healReadAll(t, c, "STALE", orig.body) }
 	c.waitFor(10*time.Second, "the survivors to serve the key stale", func() bool {
-		a := c.get(rep, c3Path, "X-Tenant", c3Tenant)
+		a := c.get(rep, hotPath, "X-Tenant", hotTenant)
 		return a.status == 200 && a.header.Get("X-Cache") == "STALE"
 	})
 	readAll()
@@ -46,7 +46,7 @@ func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
 	c.waitFor(20*time.Second, "the restarted owner to own the key on every ring", func() bool {
 		readAll()
 		for _, i := range c.running() {
-			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, c3Path, c3Tenant) != owner {
+			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
 				return false
 			}
 		}
@@ -65,7 +65,7 @@ func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
 func healReadAll(t *testing.T, c *testCluster, xcache string, body []byte) {
 	t.Helper()
 	for _, i := range c.running() {
-		a := c.get(i, c3Path, "X-Tenant", c3Tenant)
+		a := c.get(i, hotPath, "X-Tenant", hotTenant)
 		if a.status != 200 || a.header.Get("X-Cache") != xcache || !bytes.Equal(a.body, body) {
 			t.Fatalf("via node %d: %d X-Cache=%q owner=%q body %s; want 200 %s %s", i, a.status,
 				a.header.Get("X-Cache"), a.header.Get("X-Levee-Owner"), a.body, xcache, body)
@@ -81,10 +81,10 @@ func healCluster(t *testing.T, edits ...clusterOpt) (c *testCluster, up *demoups
 	ucfg.ChangeEvery = 200 * time.Millisecond
 	useUp, up := withUpstream(t, ucfg)
 	c = newTestCluster(t, 3, append(edits, useUp)...)
-	owner = c.ownerOf(0, c3Path, c3Tenant)
-	orig = c.get(owner, c3Path, "X-Tenant", c3Tenant)
+	owner = c.ownerOf(0, hotPath, hotTenant)
+	orig = c.get(owner, hotPath, "X-Tenant", hotTenant)
 	orig.expect(t, 200, "MISS")
-	rep = c3ReplicaOf(c, owner)
+	rep = replicaOf(c, owner)
 	third = 3 - owner - rep
 	c.waitFor(5*time.Second, "replication to the replica", func() bool {
 		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
@@ -96,10 +96,10 @@ func healCluster(t *testing.T, edits ...clusterOpt) (c *testCluster, up *demoups
 // (its owner unreachable) with a newer version than orig.
 func fallbackFetch(t *testing.T, c *testCluster, up *demoupstream.Server, i int, orig answer) answer {
 	t.Helper()
-	before := up.Calls(c3Tenant, c3UpKey)
-	a := c.get(i, c3Path, "X-Tenant", c3Tenant)
+	before := up.Calls(hotTenant, hotUpstreamKey)
+	a := c.get(i, hotPath, "X-Tenant", hotTenant)
 	a.expect(t, 200, "MISS")
-	if got := a.header.Get("X-Levee-Owner"); got != c.cfgs[i].Node.Name || up.Calls(c3Tenant, c3UpKey) != before+1 {
+	if got := a.header.Get("X-Levee-Owner"); got != c.cfgs[i].Node.Name || up.Calls(hotTenant, hotUpstreamKey) != before+1 {
 		t.Fatalf("node %d did not serve the key itself (owner %q): the owner was reachable", i, got)
 	}
 	if bodyVersion(t, a.body) <= bodyVersion(t, orig.body) {
@@ -150,7 +150,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 			return false
 		}
 		for _, i := range c.running() {
-			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, c3Path, c3Tenant) != owner {
+			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
 				return false
 			}
 		}
@@ -181,7 +181,7 @@ func TestHealHandoffAfterLinkCut(t *testing.T) {
 	var newer answer
 	c.waitFor(10*time.Second, "a fetch over the cut link", func() bool {
 		restore = cutLink(t, c, third, owner)
-		a := c.get(third, c3Path, "X-Tenant", c3Tenant)
+		a := c.get(third, hotPath, "X-Tenant", hotTenant)
 		if a.header.Get("X-Levee-Owner") == c.cfgs[third].Node.Name {
 			newer = a
 			return true
@@ -193,13 +193,13 @@ func TestHealHandoffAfterLinkCut(t *testing.T) {
 		t.Fatalf("third node served %s version %d, want a newer version than %d", xc, bodyVersion(t, newer.body), bodyVersion(t, orig.body))
 	}
 	// The split is real: the owner still answers its older copy.
-	if a := c.get(owner, c3Path, "X-Tenant", c3Tenant); !bytes.Equal(a.body, orig.body) {
+	if a := c.get(owner, hotPath, "X-Tenant", hotTenant); !bytes.Equal(a.body, orig.body) {
 		t.Fatalf("owner answered %s during the cut, want its older copy %s", a.body, orig.body)
 	}
 	restore()
 	c.waitFor(10*time.Second, "every node to answer the newer version", func() bool {
 		for _, i := range c.running() {
-			if a := c.get(i, c3Path, "X-Tenant", c3Tenant); !bytes.Equal(a.body, newer.body) {
+			if a := c.get(i, hotPath, "X-Tenant", hotTenant); !bytes.Equal(a.body, newer.body) {
 				return false
 			}
 		}

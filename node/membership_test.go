@@ -13,11 +13,11 @@ import (
 	"github.com/levee/levee/config"
 )
 
-// c3Load sends GETs over many keys through a changing set of node
+// loadGen sends GETs over many keys through a changing set of node
 // addresses until stopped. Targets change under the write lock, which waits
 // for requests in flight: a node is taken out of the set before it is
 // stopped, exactly as a load balancer would drain it.
-type c3Load struct {
+type loadGen struct {
 	c       *testCluster
 	mu      sync.RWMutex
 	targets []string
@@ -28,8 +28,8 @@ type c3Load struct {
 	wg      sync.WaitGroup
 }
 
-func newC3Load(c *testCluster, keys, workers int) *c3Load {
-	l := &c3Load{c: c, errs: make(chan string, 16), stop: make(chan struct{})}
+func newLoad(c *testCluster, keys, workers int) *loadGen {
+	l := &loadGen{c: c, errs: make(chan string, 16), stop: make(chan struct{})}
 	for _, i := range c.running() {
 		l.targets = append(l.targets, c.nodes[i].HTTPAddr())
 	}
@@ -39,7 +39,7 @@ func newC3Load(c *testCluster, keys, workers int) *c3Load {
 	return l
 }
 
-func (l *c3Load) run(w, keys, workers int) {
+func (l *loadGen) run(w, keys, workers int) {
 	for j := w; ; j += workers {
 		select {
 		case <-l.stop:
@@ -50,28 +50,28 @@ func (l *c3Load) run(w, keys, workers int) {
 	}
 }
 
-func (l *c3Load) one(j, keys int) {
+func (l *loadGen) one(j, keys int) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	addr := l.targets[j%len(l.targets)]
-	status, err := l.get(addr, c3KeyPath(j%keys))
+	status, err := l.get(addr, storyPath(j%keys))
 	l.sent.Add(1)
 	if err == nil && status == http.StatusOK {
 		return
 	}
 	l.failed.Add(1)
 	select {
-	case l.errs <- fmt.Sprintf("GET %s via %s: %d %v", c3KeyPath(j%keys), addr, status, err):
+	case l.errs <- fmt.Sprintf("GET %s via %s: %d %v", storyPath(j%keys), addr, status, err):
 	default:
 	}
 }
 
-func (l *c3Load) get(addr, path string) (int, error) {
+func (l *loadGen) get(addr, path string) (int, error) {
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("X-Tenant", c3Tenant)
+	req.Header.Set("X-Tenant", hotTenant)
 	resp, err := l.c.client.Do(req)
 	if err != nil {
 		return 0, err
@@ -81,34 +81,34 @@ func (l *c3Load) get(addr, path string) (int, error) {
 	return resp.StatusCode, err
 }
 
-func (l *c3Load) setTargets(addrs []string) {
+func (l *loadGen) setTargets(addrs []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.targets = addrs
 }
 
 // waitSent waits until n more requests have been sent.
-func (l *c3Load) waitSent(n int64) {
+func (l *loadGen) waitSent(n int64) {
 	from := l.sent.Load()
 	l.c.waitFor(15*time.Second, fmt.Sprintf("%d requests of load", n), func() bool { return l.sent.Load() >= from+n })
 }
 
-func (l *c3Load) close() {
+func (l *loadGen) close() {
 	close(l.stop)
 	l.wg.Wait()
 	close(l.errs)
 }
 
-func c3KeyPath(k int) string { return fmt.Sprintf("/comments/stories/%d/comments", k) }
+func storyPath(k int) string { return fmt.Sprintf("/comments/stories/%d/comments", k) }
 
-// c3Owners maps routing keys 0..n-1 to their owner on node i's ring.
-func c3Owners(c *testCluster, i, n int) []string {
+// ownersOf maps routing keys 0..n-1 to their owner on node i's ring.
+func ownersOf(c *testCluster, i, n int) []string {
 	c.t.Helper()
 	node := c.nodes[i]
 	rt, _ := node.engine.Route("comments")
 	out := make([]string, n)
 	for k := range n {
-		key, err := node.engine.RoutingKey(reqFor(rt.Prefix, c3KeyPath(k), rt.TenantHeader, c3Tenant))
+		key, err := node.engine.RoutingKey(reqFor(rt.Prefix, storyPath(k), rt.TenantHeader, hotTenant))
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -129,9 +129,9 @@ func movedShare(before, after []string, skip func(k int) bool) float64 {
 	return float64(moved) / float64(len(before))
 }
 
-// c3AddNode configures one more node like the harness's and starts it,
+// addNode configures one more node like the harness's and starts it,
 // joining the running nodes. It returns its index.
-func c3AddNode(c *testCluster) int {
+func addNode(c *testCluster) int {
 	c.t.Helper()
 	cfg := testConfig(c.t, c.upURL)
 	src := c.cfgs[0]
@@ -148,17 +148,17 @@ func c3AddNode(c *testCluster) int {
 	return i
 }
 
-// c3CheckOwners asks every load key through node via and checks that the
+// checkOwners asks every load key through node via and checks that the
 // answer came from the owner node via's ring names.
-func c3CheckOwners(c *testCluster, via, keys int) {
+func checkOwners(c *testCluster, via, keys int) {
 	c.t.Helper()
 	// Rings converge a little after membership does (gossip reaches each
 	// node in its own time), so each key gets a few seconds to settle.
 	deadline := time.Now().Add(5 * time.Second)
 	for k := range keys {
 		for {
-			owners := c3Owners(c, via, keys)
-			a := c.get(via, c3KeyPath(k), "X-Tenant", c3Tenant)
+			owners := ownersOf(c, via, keys)
+			a := c.get(via, storyPath(k), "X-Tenant", hotTenant)
 			if a.status == 200 && a.header.Get("X-Levee-Owner") == owners[k] {
 				break
 			}
@@ -182,7 +182,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 		// fetches it. Keep one long window so that is a MISS, not an error.
 		cfg.Routes[0].Cache.Fresh = config.Duration(time.Minute)
 	})
-	load := newC3Load(c, loadKeys, 4)
+	load := newLoad(c, loadKeys, 4)
 	defer func() {
 		load.close()
 		for e := range load.errs {
@@ -195,27 +195,27 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	}()
 	load.waitSent(200)
 
-	before := c3Owners(c, 0, ringKeys)
-	joined := c3AddNode(c)
+	before := ownersOf(c, 0, ringKeys)
+	joined := addNode(c)
 	c.waitConverged()
-	load.setTargets(c3Addrs(c, c.running()))
+	load.setTargets(addrsOf(c, c.running()))
 	load.waitSent(200)
-	afterJoin := c3Owners(c, 0, ringKeys)
+	afterJoin := ownersOf(c, 0, ringKeys)
 	joinShare := movedShare(before, afterJoin, nil)
-	c3CheckOwners(c, 1, loadKeys)
+	checkOwners(c, 1, loadKeys)
 	// Bounded-load hashing (cluster.load_factor) may also shift a few
 	// partitions between old members on a join: logged, not an error.
 	t.Logf("join: %.3f of the keys moved between old members", movedShare(
 		before, afterJoin, func(k int) bool { return afterJoin[k] == c.cfgs[joined].Node.Name }))
 
 	leaver := 0
-	load.setTargets(c3Addrs(c, slices.DeleteFunc(c.running(), func(i int) bool { return i == leaver })))
+	load.setTargets(addrsOf(c, slices.DeleteFunc(c.running(), func(i int) bool { return i == leaver })))
 	c.stop(leaver)
 	c.waitConverged()
 	load.waitSent(200)
-	afterLeave := c3Owners(c, 1, ringKeys)
+	afterLeave := ownersOf(c, 1, ringKeys)
 	leaveShare := movedShare(afterJoin, afterLeave, nil)
-	c3CheckOwners(c, joined, loadKeys)
+	checkOwners(c, joined, loadKeys)
 	t.Logf("leave: %.3f of the keys moved between staying members", movedShare(
 		afterJoin, afterLeave, func(k int) bool { return afterJoin[k] == c.cfgs[leaver].Node.Name }))
 
@@ -227,7 +227,7 @@ func TestClusterJoinLeaveUnderLoad(t *testing.T) {
 	}
 }
 
-func c3Addrs(c *testCluster, idx []int) []string {
+func addrsOf(c *testCluster, idx []int) []string {
 	var out []string
 	for _, i := range idx {
 		out = append(out, c.nodes[i].HTTPAddr())

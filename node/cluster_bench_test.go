@@ -139,19 +139,19 @@ func (bc *benchCluster) owner(path, tenant string) int {
 // the owner (viaOwner) or a non-owner, and reports p50/p99 latency.
 func benchHits(b *testing.B, viaOwner bool, edit func(*config.Config)) {
 	bc := newBenchCluster(b, 3, edit)
-	owner := bc.owner(c3Path, c3Tenant)
+	owner := bc.owner(hotPath, hotTenant)
 	via := owner
 	if !viaOwner {
 		via = (owner + 1) % 3
 	}
-	if st, _, err := bc.get(via, c3Path, c3Tenant); err != nil || st != 200 {
+	if st, _, err := bc.get(via, hotPath, hotTenant); err != nil || st != 200 {
 		b.Fatalf("warm: %d %v", st, err)
 	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		st, from, err := bc.get(via, c3Path, c3Tenant)
+		st, from, err := bc.get(via, hotPath, hotTenant)
 		lat = append(lat, time.Since(t0))
 		if err != nil || st != 200 || from != bc.nodes[owner].Name() {
 			b.Fatalf("hit via node %d: %d from %q, %v", via, st, from, err)
@@ -159,7 +159,7 @@ func benchHits(b *testing.B, viaOwner bool, edit func(*config.Config)) {
 	}
 	b.StopTimer()
 	reportPercentiles(b, lat)
-	if calls := bc.up.Calls(c3Tenant, c3UpKey); calls != 1 {
+	if calls := bc.up.Calls(hotTenant, hotUpstreamKey); calls != 1 {
 		b.Fatalf("upstream calls = %d, want 1 (every op a hit)", calls)
 	}
 }
@@ -198,13 +198,13 @@ func BenchmarkColdCoalescing(b *testing.B) {
 				var wg sync.WaitGroup
 				for i := range concurrent {
 					wg.Go(func() {
-						if st, _, err := bc.get(i%n, path, c3Tenant); err != nil || st != 200 {
+						if st, _, err := bc.get(i%n, path, hotTenant); err != nil || st != 200 {
 							b.Errorf("cold GET via node %d: %d %v", i%n, st, err)
 						}
 					})
 				}
 				wg.Wait()
-				calls += bc.up.Calls(c3Tenant, fmt.Sprintf("/api/stories/%d/comments", 100000+op))
+				calls += bc.up.Calls(hotTenant, fmt.Sprintf("/api/stories/%d/comments", 100000+op))
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(calls)/float64(b.N), "upstream_calls/op")

@@ -17,10 +17,10 @@ import (
 )
 
 const (
-	c3Path    = "/comments/stories/7/comments"
-	c3UpKey   = "/api/stories/7/comments"
-	c3Tenant  = "acme"
-	c3Tenant2 = "globex"
+	hotPath        = "/comments/stories/7/comments"
+	hotUpstreamKey = "/api/stories/7/comments"
+	hotTenant      = "acme"
+	otherTenant    = "globex"
 )
 
 // TestClusterStaleOneRefresh: once a key is past its fresh window, 300
@@ -34,9 +34,9 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 		cfg.Routes[0].Cache.Stale = config.Duration(30 * time.Second)
 	})
 	filled := time.Now()
-	c.get(0, c3Path, "X-Tenant", c3Tenant).expect(t, 200, "MISS")
+	c.get(0, hotPath, "X-Tenant", hotTenant).expect(t, 200, "MISS")
 	for i := range 3 { // warm the near caches too: they must not fetch on their own
-		if a := c.get(i, c3Path, "X-Tenant", c3Tenant); a.status != 200 {
+		if a := c.get(i, hotPath, "X-Tenant", hotTenant); a.status != 200 {
 			t.Fatalf("warm via node %d: %d", i, a.status)
 		}
 	}
@@ -48,7 +48,7 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 	for i := range 300 {
 		wg.Go(func() {
 			<-gate
-			results <- c.get(i%3, c3Path, "X-Tenant", c3Tenant)
+			results <- c.get(i%3, hotPath, "X-Tenant", hotTenant)
 		})
 	}
 	close(gate)
@@ -65,7 +65,7 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 	if counts["STALE"] == 0 {
 		t.Errorf("no STALE answer in %v: the entry was not stale when the burst came", counts)
 	}
-	c.waitFor(5*time.Second, "the refresh to reach the upstream", func() bool { return c.up.Calls(c3Tenant, c3UpKey) >= 2 })
+	c.waitFor(5*time.Second, "the refresh to reach the upstream", func() bool { return c.up.Calls(hotTenant, hotUpstreamKey) >= 2 })
 	// Let any second (wrong) refresh show itself: every node's flights end.
 	c.waitFor(5*time.Second, "flights to end", func() bool {
 		for _, i := range c.running() {
@@ -75,7 +75,7 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 		}
 		return true
 	})
-	if got := c.up.Calls(c3Tenant, c3UpKey); got != 2 {
+	if got := c.up.Calls(hotTenant, hotUpstreamKey); got != 2 {
 		t.Fatalf("upstream calls = %d, want 2 (fill + one refresh); answers %v", got, counts)
 	}
 	t.Logf("answers: %v", counts)
@@ -86,10 +86,10 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 // the replica within the failure-detection time.
 func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 	c := newTestCluster(t, 3)
-	owner := c.ownerOf(0, c3Path, c3Tenant)
-	orig := c.get(owner, c3Path, "X-Tenant", c3Tenant)
+	owner := c.ownerOf(0, hotPath, hotTenant)
+	orig := c.get(owner, hotPath, "X-Tenant", hotTenant)
 	orig.expect(t, 200, "MISS")
-	rep := c3ReplicaOf(c, owner)
+	rep := replicaOf(c, owner)
 	// The fill stores a Vary marker and a variant: both must reach the replica.
 	c.waitFor(5*time.Second, "replication to the replica", func() bool {
 		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
@@ -101,7 +101,7 @@ func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 	crashed := time.Now()
 	for _, i := range c.running() {
 		c.waitFor(10*time.Second, fmt.Sprintf("node %d to serve the key", i), func() bool {
-			a := c.get(i, c3Path, "X-Tenant", c3Tenant)
+			a := c.get(i, hotPath, "X-Tenant", hotTenant)
 			xc := a.header.Get("X-Cache")
 			if a.status != 200 || xc != "STALE" && xc != "HIT" {
 				return false
@@ -115,12 +115,12 @@ func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 	}
 }
 
-// c3ReplicaOf is the node that takes owner's key over: its first replica.
-func c3ReplicaOf(c *testCluster, owner int) int {
+// replicaOf is the node that takes owner's key over: its first replica.
+func replicaOf(c *testCluster, owner int) int {
 	c.t.Helper()
 	n := c.nodes[owner]
 	rt, _ := n.engine.Route("comments")
-	key, err := n.engine.RoutingKey(reqFor(rt.Prefix, c3Path, rt.TenantHeader, c3Tenant))
+	key, err := n.engine.RoutingKey(reqFor(rt.Prefix, hotPath, rt.TenantHeader, hotTenant))
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -128,10 +128,10 @@ func c3ReplicaOf(c *testCluster, owner int) int {
 	if len(reps) != 2 {
 		c.t.Fatalf("replicas of the key: %v", reps)
 	}
-	return c3Index(c, reps[1])
+	return indexOf(c, reps[1])
 }
 
-func c3Index(c *testCluster, name string) int {
+func indexOf(c *testCluster, name string) int {
 	c.t.Helper()
 	for j, cfg := range c.cfgs {
 		if cfg.Node.Name == name {
@@ -185,7 +185,7 @@ func TestClusterWrongSecret(t *testing.T) {
 	}
 
 	fr := &peer.ForwardRequest{Route: "comments", Method: http.MethodGet, Path: "stories/7/comments",
-		Header: map[string][]string{"X-Tenant": {c3Tenant}}}
+		Header: map[string][]string{"X-Tenant": {hotTenant}}}
 	target := c.nodes[0].HTTPAddr()
 	_, err = rogue.cluster.client.Forward(context.Background(), target, fr)
 	if !errors.Is(err, peer.ErrUnreachable) {
@@ -231,7 +231,7 @@ func TestClusterWrongSecret(t *testing.T) {
 // fetched once.
 func TestClusterTenantIsolation(t *testing.T) {
 	c := newTestCluster(t, 3)
-	tenants := []string{c3Tenant, c3Tenant2}
+	tenants := []string{hotTenant, otherTenant}
 	var mu sync.Mutex
 	cross := 0
 	var wg sync.WaitGroup
@@ -239,7 +239,7 @@ func TestClusterTenantIsolation(t *testing.T) {
 		for i := range 60 {
 			wg.Go(func() {
 				tenant := tenants[(i+round)%2]
-				a := c.get(i%3, c3Path, "X-Tenant", tenant)
+				a := c.get(i%3, hotPath, "X-Tenant", tenant)
 				if a.status != 200 {
 					t.Errorf("tenant %s via node %d: status %d %s", tenant, i%3, a.status, a.body)
 					return
@@ -258,7 +258,7 @@ func TestClusterTenantIsolation(t *testing.T) {
 		t.Fatalf("%d cross-tenant bodies", cross)
 	}
 	for _, tenant := range tenants {
-		if got := c.up.Calls(tenant, c3UpKey); got != 1 {
+		if got := c.up.Calls(tenant, hotUpstreamKey); got != 1 {
 			t.Errorf("tenant %s: upstream calls = %d, want 1", tenant, got)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/levee/levee/breaker"
 )
 
-// gapCommitCount is node i's levee_raft_commit_seconds sample count.
-func gapCommitCount(t *testing.T, c *testCluster, i int) uint64 {
+// commitCount is node i's levee_raft_commit_seconds sample count.
+func commitCount(t *testing.T, c *testCluster, i int) uint64 {
 	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(scrape(t, c, i)))
 	for sc.Scan() {
@@ -27,17 +27,17 @@ func gapCommitCount(t *testing.T, c *testCluster, i int) uint64 {
 	return 0
 }
 
-// TestGapLeaderTimesForwardedCommits: a breaker command proposed on a
+// TestLeaderTimesForwardedCommits: a breaker command proposed on a
 // follower is timed on the follower (end to end) and on the leader (its
 // local commit), although the leader proposed nothing itself.
-func TestGapLeaderTimesForwardedCommits(t *testing.T) {
+func TestLeaderTimesForwardedCommits(t *testing.T) {
 	c := newTestCluster(t, 3)
 	for attempt := 1; ; attempt++ {
 		leader := leaderIndex(c)
 		follower := (leader + 1) % 3
-		leaderBefore, followerBefore := gapCommitCount(t, c, leader), gapCommitCount(t, c, follower)
+		leaderBefore, followerBefore := commitCount(t, c, leader), commitCount(t, c, follower)
 		proposals := c.nodes[leader].raft.node.Stats().Proposals
-		cmd := breaker.Command{V: breaker.CommandVersion, Op: breaker.OpForceClose, Route: raft4Route,
+		cmd := breaker.Command{V: breaker.CommandVersion, Op: breaker.OpForceClose, Route: testRoute,
 			Node: c.cfgs[follower].Node.Name, At: time.Now().UnixNano()}
 		if _, err := (raftProposer{c.nodes[follower].raft}).Propose(t.Context(), cmd); err != nil {
 			t.Fatalf("propose on follower: %v", err)
@@ -48,10 +48,10 @@ func TestGapLeaderTimesForwardedCommits(t *testing.T) {
 		if got := c.nodes[leader].raft.node.Stats().Proposals; got != proposals {
 			t.Fatalf("leader proposed %d commands itself; the test needs it idle", got-proposals)
 		}
-		if got := gapCommitCount(t, c, leader); got != leaderBefore+1 {
+		if got := commitCount(t, c, leader); got != leaderBefore+1 {
 			t.Errorf("leader commit samples %d -> %d, want one more for the forwarded command", leaderBefore, got)
 		}
-		if got := gapCommitCount(t, c, follower); got != followerBefore+1 {
+		if got := commitCount(t, c, follower); got != followerBefore+1 {
 			t.Errorf("follower commit samples %d -> %d, want one more", followerBefore, got)
 		}
 		return

@@ -11,12 +11,12 @@ import (
 	"github.com/levee/levee/metrics"
 )
 
-const raft4Route = "comments"
+const testRoute = "comments"
 
-// raft4Breaker sets short breaker settings on every node: 3 failures in
+// breakerEdit sets short breaker settings on every node: 3 failures in
 // 30 s trip it, it stays open for openFor, a probe lease is 2 s, and one
 // attempt per logical call so each request is one upstream call.
-func raft4Breaker(openFor time.Duration, minNodes int) clusterOpt {
+func breakerEdit(openFor time.Duration, minNodes int) clusterOpt {
 	return func(_ int, cfg *config.Config) {
 		b := &cfg.Routes[0].Breaker
 		b.Failures, b.Window, b.OpenFor = 3, config.Duration(30*time.Second), config.Duration(openFor)
@@ -25,15 +25,15 @@ func raft4Breaker(openFor time.Duration, minNodes int) clusterOpt {
 	}
 }
 
-// raft4Path is the path of cold key id on the comments route.
-func raft4Path(id int) string { return fmt.Sprintf("/comments/stories/%d/comments", id) }
+// routePath is the path of cold key id on the comments route.
+func routePath(id int) string { return fmt.Sprintf("/comments/stories/%d/comments", id) }
 
 // keysOwnedBy returns count paths, from id upwards, that node i owns.
 func keysOwnedBy(c *testCluster, i, from, count int) []string {
 	c.t.Helper()
 	var out []string
 	for id := from; len(out) < count; id++ {
-		if p := raft4Path(id); c.ownerOf(i, p, "acme") == i {
+		if p := routePath(id); c.ownerOf(i, p, "acme") == i {
 			out = append(out, p)
 		}
 	}
@@ -41,7 +41,7 @@ func keysOwnedBy(c *testCluster, i, from, count int) []string {
 }
 
 // view is node i's committed view of the comments route.
-func (c *testCluster) view(i int) breaker.View { return c.nodes[i].table.View(raft4Route) }
+func (c *testCluster) view(i int) breaker.View { return c.nodes[i].table.View(testRoute) }
 
 // waitAllState waits until every running node's committed table shows st.
 func waitAllState(c *testCluster, st breaker.State) {
@@ -86,7 +86,7 @@ func waitPastOpen(c *testCluster, i int) {
 
 // grants is how many probes node i has seen granted (half-open entries).
 func grants(c *testCluster, i int) float64 {
-	return metrics.Counter(c.nodes[i].metrics.ProbeGrants, raft4Route)
+	return metrics.Counter(c.nodes[i].metrics.ProbeGrants, testRoute)
 }
 
 // leaderIndex is the index of the Raft leader among running nodes.
@@ -111,7 +111,7 @@ func burst(c *testCluster, n, from int) map[int]int {
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Go(func() {
-			a := c.get(live[k%len(live)], raft4Path(from+k), "X-Tenant", "acme")
+			a := c.get(live[k%len(live)], routePath(from+k), "X-Tenant", "acme")
 			mu.Lock()
 			counts[a.status]++
 			mu.Unlock()

@@ -103,7 +103,7 @@ func settled(c *testCluster, want breaker.State) {
 		first := c.running()[0]
 		if v := c.view(first); v.State == breaker.HalfOpen && time.Now().After(v.ProbeUntil) {
 			id++
-			c.get(first, raft4Path(id), "X-Tenant", "acme")
+			c.get(first, routePath(id), "X-Tenant", "acme")
 		}
 		for _, i := range c.running() {
 			if c.view(i).State != want {
@@ -121,14 +121,14 @@ func steadyRaft(_ int, o *Options) {
 		ElectionTimeout: 250 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
 }
 
-// TestRaft4TripOpensEveryNodeOneProbe: failures seen by one node open the
+// TestTripOpensEveryNodeWithOneProbePerPeriod: failures seen by one node open the
 // breaker on every node; nobody calls the upstream while it is open; 1,000
 // concurrent callers on distinct cold keys across nodes get exactly one
 // probe per open period; a failed probe re-opens everywhere and a
 // successful one closes everywhere.
-func TestRaft4TripOpensEveryNodeOneProbe(t *testing.T) {
+func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 	const openFor = 2 * time.Second
-	c := newTestClusterWith(t, 3, steadyRaft, raft4Breaker(openFor, 1))
+	c := newTestClusterWith(t, 3, steadyRaft, breakerEdit(openFor, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)
@@ -161,17 +161,17 @@ func TestRaft4TripOpensEveryNodeOneProbe(t *testing.T) {
 			t.Fatalf("probe grants = %v, want 1", g)
 		}
 		for _, i := range c.running() {
-			if got := metrics.Counter(c.nodes[i].metrics.BreakerTrans, raft4Route, "half-open", "closed"); got != 1 {
+			if got := metrics.Counter(c.nodes[i].metrics.BreakerTrans, testRoute, "half-open", "closed"); got != 1 {
 				t.Fatalf("node %d half-open→closed transitions = %v, want 1", i, got)
 			}
 		}
 	})
 }
 
-// TestRaft4LeaderKilledWhileOpen: the committed open state survives the
+// TestOpenBreakerSurvivesLeaderDeath: the committed open state survives the
 // leader's death, a new leader takes over and still grants one probe.
-func TestRaft4LeaderKilledWhileOpen(t *testing.T) {
-	c := newTestClusterWith(t, 3, steadyRaft, raft4Breaker(2*time.Second, 1))
+func TestOpenBreakerSurvivesLeaderDeath(t *testing.T) {
+	c := newTestClusterWith(t, 3, steadyRaft, breakerEdit(2*time.Second, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)
@@ -202,10 +202,10 @@ func TestRaft4LeaderKilledWhileOpen(t *testing.T) {
 	}
 }
 
-// TestRaft4MinNodes: with min_nodes 2, failures reported by one node only do
+// TestMinNodesNeedsFailuresFromDistinctNodes: with min_nodes 2, failures reported by one node only do
 // not trip the breaker; one more failure from a second node does.
-func TestRaft4MinNodes(t *testing.T) {
-	c := newTestCluster(t, 3, raft4Breaker(20*time.Second, 2))
+func TestMinNodesNeedsFailuresFromDistinctNodes(t *testing.T) {
+	c := newTestCluster(t, 3, breakerEdit(20*time.Second, 2))
 	setDown(t, c)
 	for _, p := range keysOwnedBy(c, 0, 1000, 5) {
 		if a := c.get(0, p, "X-Tenant", "acme"); a.status < 500 {
@@ -223,10 +223,10 @@ func TestRaft4MinNodes(t *testing.T) {
 	waitAllState(c, breaker.Open)
 }
 
-// TestRaft4OutageLogCost: an outage under 300 concurrent failing requests
+// TestOutageCostsFewLogEntries: an outage under 300 concurrent failing requests
 // costs a few log entries: failure reports after the trip are not needed.
-func TestRaft4OutageLogCost(t *testing.T) {
-	c := newTestCluster(t, 3, raft4Breaker(20*time.Second, 1))
+func TestOutageCostsFewLogEntries(t *testing.T) {
+	c := newTestCluster(t, 3, breakerEdit(20*time.Second, 1))
 	waitAgreed(c)
 	before := c.nodes[0].raft.node.State().LastIndex
 	setDown(t, c)
@@ -241,11 +241,11 @@ func TestRaft4OutageLogCost(t *testing.T) {
 	}
 }
 
-// TestRaft4AdminAndMetrics: /-/breakers shows the committed state with its
+// TestBreakerAdminAndMetricsShowRaftPosition: /-/breakers shows the committed state with its
 // Raft position and the local guard; admin POSTs need the token and commit
 // cluster-wide; the breaker and Raft series move.
-func TestRaft4AdminAndMetrics(t *testing.T) {
-	c := newTestCluster(t, 3, raft4Breaker(20*time.Second, 1))
+func TestBreakerAdminAndMetricsShowRaftPosition(t *testing.T) {
+	c := newTestCluster(t, 3, breakerEdit(20*time.Second, 1))
 	tests := []struct {
 		name, action, token string
 		want                int
@@ -277,8 +277,8 @@ func TestRaft4AdminAndMetrics(t *testing.T) {
 			t.Fatalf("node %d local guard %+v, want closed", i, bv.LocalGuard)
 		}
 		m := c.nodes[i].metrics
-		if metrics.Counter(m.BreakerTrans, raft4Route, "closed", "open") != 2 ||
-			metrics.Counter(m.BreakerTrans, raft4Route, "open", "closed") != 1 {
+		if metrics.Counter(m.BreakerTrans, testRoute, "closed", "open") != 2 ||
+			metrics.Counter(m.BreakerTrans, testRoute, "open", "closed") != 1 {
 			t.Fatalf("node %d transition counters wrong", i)
 		}
 	}

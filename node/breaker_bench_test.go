@@ -77,7 +77,7 @@ func benchWait(b *testing.B, d time.Duration, cond func() bool) {
 
 func allInState(nodes []*Node, st breaker.State) bool {
 	for _, nd := range nodes {
-		if nd.table.View(raft4Route).State != st {
+		if nd.table.View(testRoute).State != st {
 			return false
 		}
 	}
@@ -105,7 +105,7 @@ func BenchmarkTripPropagation(b *testing.B) {
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	admin := &breakerAdmin{n: nodes[0], proposer: raftProposer{nodes[0].raft}}
 	fail := func(id int) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+nodes[0].HTTPAddr()+raft4Path(id), nil)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+nodes[0].HTTPAddr()+routePath(id), nil)
 		req.Header.Set("X-Tenant", "acme")
 		resp, err := client.Do(req)
 		if err != nil {
@@ -117,7 +117,7 @@ func BenchmarkTripPropagation(b *testing.B) {
 	samples := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for it := range b.N {
-		if err := admin.ForceClose(context.Background(), raft4Route); err != nil {
+		if err := admin.ForceClose(context.Background(), testRoute); err != nil {
 			b.Fatal(err)
 		}
 		benchWait(b, 10*time.Second, func() bool { return allInState(nodes, breaker.Closed) })

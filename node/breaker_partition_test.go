@@ -58,13 +58,13 @@ func (net inmemNet) isolate(k int) {
 
 func (net inmemNet) opts(i int, o *Options) { o.RaftTransport = net[i] }
 
-// TestRaft4MinorityPartition: a node cut off from the Raft quorum loses its
+// TestMinorityPartitionKeepsCommittedOpenAndGuards: a node cut off from the Raft quorum loses its
 // leader, keeps its last committed state, and its local guard stops calling
 // a dead upstream after `failures` calls; meanwhile the majority trips the
 // committed breaker. On heal, every node holds the committed state.
-func TestRaft4MinorityPartition(t *testing.T) {
+func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 	net := newInmemNet(t, 3)
-	c := newTestClusterWith(t, 3, net.opts, raft4Breaker(20*time.Second, 1))
+	c := newTestClusterWith(t, 3, net.opts, breakerEdit(20*time.Second, 1))
 	// Crash, not Close: a graceful leader hands leadership over with a
 	// TimeoutNow RPC that raft sends from an untracked goroutine.
 	t.Cleanup(func() {
@@ -129,11 +129,11 @@ func forceCycles(t *testing.T, c *testCluster, i, n int) {
 	}
 }
 
-// TestRaft4SnapshotAndRestart: with snapshots every 8 entries every node
+// TestBreakerStateSurvivesSnapshotAndRestart: with snapshots every 8 entries every node
 // ends with the same FSM, and a crashed node that missed more than the
 // trailing log comes back with its state and catches up.
-func TestRaft4SnapshotAndRestart(t *testing.T) {
-	c := newTestClusterWith(t, 3, diskRaft, raft4Breaker(20*time.Second, 1))
+func TestBreakerStateSurvivesSnapshotAndRestart(t *testing.T) {
+	c := newTestClusterWith(t, 3, diskRaft, breakerEdit(20*time.Second, 1))
 	forceCycles(t, c, 0, 8)
 	waitAgreed(c)
 	for i := range c.cfgs {

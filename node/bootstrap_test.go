@@ -9,10 +9,10 @@ import (
 	"github.com/levee/levee/cluster"
 )
 
-// gapAddNamedNode configures one more node like the harness's, named name,
+// addNamedNode configures one more node like the harness's, named name,
 // and starts it with nodeOpts, joining the running nodes. It returns its
 // index.
-func gapAddNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Options)) int {
+func addNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Options)) int {
 	c.t.Helper()
 	cfg := testConfig(c.t, c.upURL)
 	src := c.cfgs[0]
@@ -29,9 +29,9 @@ func gapAddNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Option
 	return i
 }
 
-// gapBootstrapFlags returns, as node i sees them, the gossiped Bootstrapped
+// bootstrapFlags returns, as node i sees them, the gossiped Bootstrapped
 // flag of every alive member.
-func gapBootstrapFlags(c *testCluster, i int) map[string]bool {
+func bootstrapFlags(c *testCluster, i int) map[string]bool {
 	flags := map[string]bool{}
 	for _, m := range c.nodes[i].cluster.ml.Members() {
 		if m.State == cluster.Alive {
@@ -41,14 +41,14 @@ func gapBootstrapFlags(c *testCluster, i int) map[string]bool {
 	return flags
 }
 
-// TestGapFreshNodeJoinsFormedCluster: a fresh node whose name sorts before
+// TestFreshNodeJoinsFormedClusterWithoutBootstrapping: a fresh node whose name sorts before
 // every member of a formed 3-node cluster, with the same bootstrap_expect
 // 3, is the one planBootstrap picks once it sees three alive peers. Its
 // Raft traffic is cut while it joins, so the leader cannot add it first
 // and only the gossiped "holds Raft state" flag stands between it and a
 // second cluster. It must bootstrap nothing, and once Raft traffic flows
 // it is a voter of the founders' cluster.
-func TestGapFreshNodeJoinsFormedCluster(t *testing.T) {
+func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	net := newInmemNet(t, 4)
 	net.isolate(3) // a0's transport; the founders use 0..2
 	c := newTestClusterWith(t, 3, net.opts)
@@ -62,14 +62,14 @@ func TestGapFreshNodeJoinsFormedCluster(t *testing.T) {
 	founders := c.running()
 	for _, i := range founders {
 		c.waitFor(10*time.Second, c.cfgs[i].Node.Name+" to see every founder bootstrapped", func() bool {
-			return maps.Equal(gapBootstrapFlags(c, i), map[string]bool{"n1": true, "n2": true, "n3": true})
+			return maps.Equal(bootstrapFlags(c, i), map[string]bool{"n1": true, "n2": true, "n3": true})
 		})
 	}
 
-	a0 := gapAddNamedNode(c, "a0", net.opts)
+	a0 := addNamedNode(c, "a0", net.opts)
 	rc := c.nodes[a0].raft.node
 	c.waitFor(10*time.Second, "a0 to see the founders bootstrapped", func() bool {
-		return maps.Equal(gapBootstrapFlags(c, a0), map[string]bool{"a0": false, "n1": true, "n2": true, "n3": true})
+		return maps.Equal(bootstrapFlags(c, a0), map[string]bool{"a0": false, "n1": true, "n2": true, "n3": true})
 	})
 	// Let a0 run several bootstrap decisions on that full view.
 	from := rc.Stats().Reconciles
@@ -101,7 +101,7 @@ func TestGapFreshNodeJoinsFormedCluster(t *testing.T) {
 	all := map[string]bool{"a0": true, "n1": true, "n2": true, "n3": true}
 	for _, i := range c.running() {
 		c.waitFor(10*time.Second, c.cfgs[i].Node.Name+" to see a0 bootstrapped", func() bool {
-			return maps.Equal(gapBootstrapFlags(c, i), all)
+			return maps.Equal(bootstrapFlags(c, i), all)
 		})
 	}
 }
