@@ -3,11 +3,11 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/levee/levee/internal/testutil"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,26 +22,8 @@ func checkLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// testLogWriter routes logs to t.Log until the test's cleanups start;
-// memberlist timers may log after that, when t.Log would panic.
-type testLogWriter struct {
-	t    *testing.T
-	done *atomic.Bool
-}
-
-func (w testLogWriter) Write(p []byte) (int, error) {
-	if !w.done.Load() {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
-
 func testLogger(t *testing.T, name string) *slog.Logger {
-	t.Helper()
-	done := new(atomic.Bool)
-	t.Cleanup(func() { done.Store(true) })
-	h := slog.NewTextHandler(testLogWriter{t, done}, &slog.HandlerOptions{Level: slog.LevelInfo})
-	return slog.New(h).With("node", name)
+	return testutil.Logger(t, slog.LevelInfo).With("node", name)
 }
 
 // testNode is a started Membership plus everything its Events delivered.
@@ -129,16 +111,10 @@ func (n *testNode) aliveNames() []string {
 	return names
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval, not a wait for an outcome
-	}
+	testutil.WaitFor(t, timeout, what, cond)
 }
 
 func seeds(nodes ...*testNode) func(*MembershipConfig) {

@@ -2,12 +2,12 @@ package demoupstream
 
 import (
 	"encoding/json"
+	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,25 +17,10 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeClock is an injectable Config.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = testutil.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return testutil.NewClock(time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // harness is one Server behind a real httptest listener and a private client.
@@ -119,14 +104,8 @@ func decodeEnvelope(t *testing.T, b []byte) Envelope {
 	return env
 }
 
-// waitFor polls cond until it holds or a deadline passes.
+// waitFor polls cond until it holds, for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, what, cond)
 }

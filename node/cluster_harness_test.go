@@ -3,12 +3,12 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,25 +232,8 @@ func reqFor(prefix, path, tenantHeader, tenant string) *proxy.Request {
 }
 
 // quietLogger logs to t.Log at Info and above until the test ends, then
-// drops lines: gossip goroutines may log a last line after Close, and t.Log
-// after the end of a test panics.
-func quietLogger(t *testing.T) *slog.Logger {
-	w := &cutoffWriter{t: t}
-	t.Cleanup(func() { w.done.Store(true) })
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type cutoffWriter struct {
-	t    *testing.T
-	done atomic.Bool
-}
-
-func (w *cutoffWriter) Write(p []byte) (int, error) {
-	if !w.done.Load() {
-		w.t.Log(strings.TrimSpace(string(p)))
-	}
-	return len(p), nil
-}
+// drops lines (gossip goroutines may log a last line after Close).
+func quietLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
 // withUpstream builds a demo upstream of its own from ucfg (a shorter
 // ChangeEvery, say) and returns it with the edit that points every node's

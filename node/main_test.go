@@ -3,12 +3,11 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,28 +20,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeClock is the node's clock: cache windows and breaker timeouts pass
-// when a test says so, not when the machine gets round to it. Upstream
-// retry waits stay on real time (they are a few milliseconds here).
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// when a test says so. Upstream retry waits stay on real time (they are a
+// few milliseconds here).
+type fakeClock = testutil.Clock
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *fakeClock { return testutil.NewClock(time.Time{}) }
 
 const adminToken = "admin-token-for-tests"
 
@@ -118,18 +100,7 @@ func start(t *testing.T, edit func(*config.Config)) *harness {
 	return h
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(logWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// logWriter sends log lines to t.Log. Close waits for every goroutine that
-// logs, so nothing may log after the test ends (t.Log would panic).
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelDebug) }
 
 // answer is a response with its body read.
 type answer struct {
@@ -198,14 +169,8 @@ func (a answer) expectProblem(t *testing.T, status int) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds, for up to 5 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, what, cond)
 }

@@ -3,30 +3,15 @@ package store
 import (
 	"errors"
 	"fmt"
+	"github.com/levee/levee/internal/testutil"
 	"net/http"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 )
 
 // fakeClock is a manually advanced clock for Config.Now.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (f *fakeClock) Now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *fakeClock) Advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-}
+type fakeClock = testutil.Clock
 
 func newTestCache(t testing.TB, cfg Config) *Cache {
 	t.Helper()
@@ -191,7 +176,7 @@ func TestCacheOversize(t *testing.T) {
 }
 
 func TestCacheDeadNotStored(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testutil.NewClock(t0)
 	c := newTestCache(t, Config{MaxBytes: 1 << 20, Now: clk.Now})
 	c.Set("k", entryAt(t0, 1))
 	dead := NewEntry(200, nil, nil, t0.Add(-time.Hour), Windows{Fresh: time.Minute})
@@ -202,7 +187,7 @@ func TestCacheDeadNotStored(t *testing.T) {
 }
 
 func TestCacheExpiresDeadFakeClock(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testutil.NewClock(t0)
 	c := newTestCache(t, Config{MaxBytes: 1 << 20, Now: clk.Now})
 	// fresh 10s, stale 10s, stale-if-error 10s: Dead at t0+30s.
 	c.Set("k", windowed())
@@ -259,7 +244,7 @@ func TestCacheExpiresDeadSynctest(t *testing.T) {
 // TestCacheAllSkipsDead: All yields every live entry once with its key and
 // nothing past its last window, even before otter's clean-up ran.
 func TestCacheAllSkipsDead(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testutil.NewClock(t0)
 	c := newTestCache(t, Config{MaxBytes: 1 << 20, Now: clk.Now})
 	c.Set("short", windowed()) // Dead at t0+30s
 	c.Set("long", entryAt(t0, 1))

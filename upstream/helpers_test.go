@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
@@ -126,16 +127,7 @@ func newClient(t testing.TB, cfg Config) *Client {
 	return c
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, nil))
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
 func getReq(t testing.TB, rawURL string) *Request {
 	t.Helper()
