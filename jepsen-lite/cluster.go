@@ -30,7 +30,14 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		log.Error("nemesis", "err", err)
 		return exitHarness
 	}
-	windows, err := nemesis.Schedule(nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed))
+	ensure, err := nemesis.ParseKinds(o.ensure, o.nodes)
+	if err != nil {
+		log.Error("ensure", "err", err)
+		return exitHarness
+	}
+	scfg := nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed)
+	scfg.Nodes, scfg.Ensure = o.nodes, ensure
+	windows, err := nemesis.Schedule(scfg)
 	if err != nil {
 		log.Error("schedule", "err", err)
 		return exitHarness

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +45,7 @@ type options struct {
 	seed     int64
 	out      string
 	nemesis  string
+	ensure   string
 	bin      string
 	demo     string
 	check    string
@@ -66,6 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.seed, "seed", 0, "schedule and workload seed (default: time-based, printed)")
 	fs.StringVar(&o.out, "out", "", "output dir (default jepsen-lite/out/<timestamp>)")
 	fs.StringVar(&o.nemesis, "nemesis", "mixed", "mixed, none, or a comma list of: "+fmt.Sprint(nemesis.AllKinds()))
+	fs.StringVar(&o.ensure, "ensure", strings.Join(nemesis.EnsuredKinds(), ","),
+		"kinds scheduled at least once when the duration allows (comma list, or none); ignored unless also drawn by -nemesis")
 	fs.StringVar(&o.bin, "bin", "bin/levee", "levee binary (local backend)")
 	fs.StringVar(&o.demo, "demo", "bin/demo-upstream", "demo-upstream binary (local backend)")
 	fs.StringVar(&o.check, "check", "", "re-check a saved run directory without running anything")
@@ -82,6 +86,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.check == "" && o.duration < 30*time.Second {
 		return o, fmt.Errorf("-duration must be at least 30s, got %v", o.duration)
+	}
+	if _, err := nemesis.ParseKinds(o.ensure, o.nodes); o.check == "" && err != nil {
+		return o, fmt.Errorf("-ensure: %w", err)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000

@@ -31,6 +31,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "four nodes", args: []string{"-nodes", "4"}, err: true},
 		{name: "too short", args: []string{"-duration", "5s"}, err: true},
 		{name: "stray argument", args: []string{"extra"}, err: true},
+		{name: "ensure defaults to the whole-cluster kinds", args: nil, chk: func(o options) bool {
+			return o.ensure == "restart-all,kill-all,upstream-down-rolling-restart"
+		}},
+		{name: "ensure none", args: []string{"-ensure", "none"}, chk: func(o options) bool { return o.ensure == "none" }},
+		{name: "ensure unknown kind", args: []string{"-ensure", "restart-everything"}, err: true},
 		{name: "check ignores run limits", args: []string{"-check", "dir", "-nodes", "4"}, chk: func(o options) bool { return o.check == "dir" }},
 	}
 	for _, tc := range cases {

@@ -18,6 +18,15 @@ import (
 // nemesis as skipped instead of pretending it ran.
 var ErrUnsupported = errors.New("backend: fault not supported here")
 
+// ErrStopTimeout is wrapped by Stop when a node did not exit within
+// StopTimeout of SIGTERM and had to be killed.
+var ErrStopTimeout = errors.New("backend: node did not stop gracefully")
+
+// StopTimeout bounds a graceful stop. A node's own shutdown is bounded by
+// its gossip leave (2 s), node.shutdown_timeout (5 s in the generated
+// configs) and closing Raft, so a node that needs longer is stuck.
+const StopTimeout = 30 * time.Second
+
 // Node is one Levee node as the harness reaches it.
 type Node struct {
 	Name string // n1, n2, …
@@ -45,6 +54,8 @@ type Config struct {
 
 // Backend runs one cluster. Every method is safe to call from one
 // goroutine at a time (the nemesis); Nodes/Upstream may be read anytime.
+// Kill, Stop and Restart may also run concurrently for distinct nodes: the
+// whole-cluster nemeses stop and start every node in parallel.
 type Backend interface {
 	// Setup creates the network, starts the demo upstream and every node
 	// with the route config the workloads expect (see Routes), and waits
@@ -67,7 +78,13 @@ type Backend interface {
 	Heal() error
 	// Kill sends SIGKILL (docker kill) to a node's process.
 	Kill(name string) error
-	// Restart starts a killed node again with the same data dir.
+	// Stop stops a node gracefully, the way an operator's restart does:
+	// SIGTERM (docker stop), then it waits until the process has exited.
+	// A node still running after StopTimeout is killed, and the error
+	// wraps ErrStopTimeout.
+	Stop(ctx context.Context, name string) error
+	// Restart starts a killed or stopped node again with the same data dir
+	// and waits until it answers /-/readyz.
 	Restart(ctx context.Context, name string) error
 	// Pause and Resume freeze a node's process (SIGSTOP/SIGCONT, docker
 	// pause/unpause).
@@ -94,10 +111,21 @@ type Routes struct {
 	BreakerFailures            int
 	BreakerOpenFor             time.Duration
 	SlowCall                   time.Duration
+	// CachePersist and CachePersistInterval are the nodes' cache.persist
+	// and cache.persist_interval (node-wide, not per route; recorded here
+	// so that meta.json carries every setting the checkers judge by). A
+	// history without them (CachePersist false) comes from nodes that kept
+	// their cache in memory only.
+	CachePersist         bool
+	CachePersistInterval time.Duration
 }
 
-// DefaultRoutes are the windows the harness runs with.
+// DefaultRoutes are the windows the harness runs with. The cache is saved
+// every 2 s (the product default is 30 s) so that a kill-all loses only
+// what was cached in the last seconds before it, and the checkers can
+// hold every older key to surviving it.
 func DefaultRoutes() Routes {
 	return Routes{Fresh: 5 * time.Second, Stale: 5 * time.Second, StaleIfError: 2 * time.Minute,
-		BreakerFailures: 3, BreakerOpenFor: 5 * time.Second, SlowCall: 2 * time.Second}
+		BreakerFailures: 3, BreakerOpenFor: 5 * time.Second, SlowCall: 2 * time.Second,
+		CachePersist: true, CachePersistInterval: 2 * time.Second}
 }

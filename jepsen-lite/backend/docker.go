@@ -263,6 +263,26 @@ func (d *Docker) docker(verb, name string) error {
 // stays down until Restart.
 func (d *Docker) Kill(name string) error { return d.docker("kill", name) }
 
+// Stop is docker stop: SIGTERM, and SIGKILL after StopTimeout. Docker
+// does not say which ended it, so the exit code does: 137 is SIGKILL.
+func (d *Docker) Stop(ctx context.Context, name string) error {
+	id, err := d.id(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, StopTimeout+cmdTimeout)
+	defer cancel()
+	secs := fmt.Sprint(int(StopTimeout.Seconds()))
+	if _, err := d.run.runLong(ctx, "", "docker", "stop", "-t", secs, id); err != nil {
+		return err
+	}
+	out, err := d.run.run(ctx, "", "docker", "inspect", "-f", "{{.State.ExitCode}}", id)
+	if err == nil && strings.TrimSpace(out) == "137" {
+		return fmt.Errorf("%w: %s still running %v after SIGTERM: killed", ErrStopTimeout, name, StopTimeout)
+	}
+	return err
+}
+
 // Restart is docker start: same container, same volume. The container has
 // a new network namespace, so its chains and current rules are installed
 // again before waiting for /-/readyz.

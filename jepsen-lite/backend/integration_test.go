@@ -98,6 +98,17 @@ func exercise(t *testing.T, ctx context.Context, b Backend) {
 	}
 	waitFor(t, ctx, faultWait, "n3 rejoined", converged)
 
+	if err := b.Stop(ctx, "n2"); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	if b.Alive("n2") {
+		t.Fatal("n2 alive after Stop")
+	}
+	if err := b.Restart(ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, faultWait, "n2 rejoined after a graceful stop", converged)
+
 	if err := b.Pause("n2"); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +151,7 @@ func TestLocalBackend(t *testing.T) {
 		t.Skip("needs the ip command (iproute2)")
 	}
 	levee, demo := repoBins(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	b, err := NewLocal(Config{Nodes: 3, Dir: t.TempDir(), Bin: levee, Demo: demo,
 		Secret: "chaos-test-secret", Admin: "chaos-admin", Log: testLogger(t)}, DefaultRoutes())
@@ -207,7 +218,7 @@ func TestDockerBackend(t *testing.T) {
 		t.Skip("no Docker engine answers `docker info`")
 	}
 	repoBins(t) // the images are built FROM scratch around them
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	compose, _ := filepath.Abs("../../docker-compose.yml")
 	dir := t.TempDir()

@@ -205,8 +205,32 @@ func (l *Local) Kill(name string) error {
 	return nil
 }
 
-// Restart starts a killed node with the same config and data dir and
-// waits for its /-/readyz. Its namespace and rules were kept.
+// Stop sends SIGTERM and waits until the process has exited; after
+// StopTimeout (or when ctx ends first) it is killed.
+func (l *Local) Stop(ctx context.Context, name string) error {
+	p, err := l.proc(name)
+	if err != nil {
+		return err
+	}
+	if err := p.signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("backend: stop %s: %w", name, err)
+	}
+	t := time.NewTimer(StopTimeout)
+	defer t.Stop()
+	waited := StopTimeout.String()
+	select {
+	case <-p.done:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+		waited = "until the caller gave up"
+	}
+	p.kill()
+	return fmt.Errorf("%w: %s still running %s after SIGTERM: killed", ErrStopTimeout, name, waited)
+}
+
+// Restart starts a killed or stopped node with the same config and data
+// dir and waits for its /-/readyz. Its namespace and rules were kept.
 func (l *Local) Restart(ctx context.Context, name string) error {
 	p, err := l.proc(name)
 	if err != nil {

@@ -60,7 +60,8 @@ func TestLocalNodeYAMLValidates(t *testing.T) {
 
 func TestDockerSharedYAMLValidates(t *testing.T) {
 	r := Routes{Fresh: time.Second, Stale: 2 * time.Second, StaleIfError: time.Minute,
-		BreakerFailures: 5, BreakerOpenFor: 7 * time.Second, SlowCall: 900 * time.Millisecond}
+		BreakerFailures: 5, BreakerOpenFor: 7 * time.Second, SlowCall: 900 * time.Millisecond,
+		CachePersist: true, CachePersistInterval: 3 * time.Second}
 	data, err := dockerSharedYAML(testConfig(5), r)
 	if err != nil {
 		t.Fatal(err)
@@ -92,6 +93,9 @@ func checkRoute(t *testing.T, c *config.Config, upstream string, r Routes) {
 	checkEq(t, "slow_call", rt.Breaker.SlowCall.D(), r.SlowCall)
 	checkEq(t, "budget", rt.Retry.Budget.D(), retryBudget)
 	checkEq(t, "max_attempts", rt.Retry.MaxAttempts, 2)
+	checkEq(t, "cache.persist", c.Cache.Persist, r.CachePersist)
+	checkEq(t, "cache.persist_interval", c.Cache.PersistInterval.D(), r.CachePersistInterval)
+	checkEq(t, "cache.max_bytes (default kept)", int64(c.Cache.MaxBytes), 256<<20)
 }
 
 func checkEq[T comparable](t *testing.T, what string, got, want T) {
@@ -365,4 +369,56 @@ func TestRunLockExcludes(t *testing.T) {
 		t.Fatalf("acquire after release: %v", err)
 	}
 	again.release()
+}
+
+func TestLocalStopIsGracefulThenKills(t *testing.T) {
+	cases := []struct {
+		name    string
+		script  string // run by sh
+		timeout bool
+	}{
+		{name: "a process that exits on SIGTERM", script: `touch "$0"; exec sleep 60`},
+		{name: "a process that ignores SIGTERM is killed", script: `trap "" TERM; touch "$0"; exec sleep 60`, timeout: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ready := dir + "/ready" // the script's signal dispositions are set
+			p, err := startProc([]string{"sh", "-c", tc.script, ready}, dir+"/n1.log")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.kill()
+			waitForFile(t, ready)
+			l := &Local{procs: map[string]*proc{"n1": p}}
+			// The ignoring case gives up through ctx, not StopTimeout, so
+			// the test stays fast.
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			err = l.Stop(ctx, "n1")
+			if got := errors.Is(err, ErrStopTimeout); got != tc.timeout {
+				t.Fatalf("Stop = %v, want timeout %v", err, tc.timeout)
+			}
+			if !tc.timeout && err != nil {
+				t.Fatal(err)
+			}
+			if l.Alive("n1") {
+				t.Error("n1 alive after Stop")
+			}
+		})
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

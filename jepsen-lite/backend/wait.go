@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -45,6 +46,14 @@ func (s ClusterStatus) Leader() string {
 		return ""
 	}
 	return s.Raft.Leader
+}
+
+// Voters is the sorted voter set this node's Raft configuration holds.
+func (s ClusterStatus) Voters() []string {
+	if s.Raft == nil {
+		return nil
+	}
+	return slices.Sorted(slices.Values(s.Raft.Voters))
 }
 
 // statusTimeout bounds one status request, so a paused node fails a poll
@@ -126,21 +135,68 @@ func WaitConverged(ctx context.Context, nodes []Node) error {
 	return poll(ctx, "cluster convergence", func(ctx context.Context) error { return Converged(ctx, nodes) })
 }
 
+// WaitRejoined waits until Rejoined holds: every node alive everywhere,
+// one leader, and every node a voter in every node's configuration.
+func WaitRejoined(ctx context.Context, nodes []Node) error {
+	return poll(ctx, "cluster rejoin", func(ctx context.Context) error { return Rejoined(ctx, nodes) })
+}
+
 // Converged checks once that every node in nodes sees all of them alive
 // and names the same raft leader; the error says who sees what.
 func Converged(ctx context.Context, nodes []Node) error {
-	leader := ""
+	sts, err := fetchAll(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	return agree(nodes, sts)
+}
+
+// Rejoined checks once that nodes have converged (see Converged) and that
+// every node lists exactly nodes as the Raft voters: after a restart the
+// cluster is whole again, not merely alive around a shrunken quorum.
+func Rejoined(ctx context.Context, nodes []Node) error {
+	sts, err := fetchAll(ctx, nodes)
+	if err != nil {
+		return err
+	}
+	if err := agree(nodes, sts); err != nil {
+		return err
+	}
+	want := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		want = append(want, n.Name)
+	}
+	slices.Sort(want)
+	for i, st := range sts {
+		if got := st.Voters(); !slices.Equal(got, want) {
+			return fmt.Errorf("%s lists voters %v, want %v", nodes[i].Name, got, want)
+		}
+	}
+	return nil
+}
+
+func fetchAll(ctx context.Context, nodes []Node) ([]ClusterStatus, error) {
+	out := make([]ClusterStatus, 0, len(nodes))
 	for _, n := range nodes {
 		st, err := FetchCluster(ctx, n)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// agree: every status sees len(nodes) members alive and names one leader.
+func agree(nodes []Node, sts []ClusterStatus) error {
+	leader := ""
+	for i, st := range sts {
 		if a := st.Alive(); len(a) != len(nodes) {
-			return fmt.Errorf("%s sees alive %v", n.Name, a)
+			return fmt.Errorf("%s sees alive %v", nodes[i].Name, a)
 		}
 		l := st.Leader()
 		if l == "" || (leader != "" && l != leader) {
-			return fmt.Errorf("%s sees leader %q (others %q)", n.Name, l, leader)
+			return fmt.Errorf("%s sees leader %q (others %q)", nodes[i].Name, l, leader)
 		}
 		leader = l
 	}

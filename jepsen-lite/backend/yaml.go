@@ -24,7 +24,12 @@ type (
 	fileConfig struct {
 		Node    fileNode    `yaml:"node"`
 		Cluster fileCluster `yaml:"cluster"`
+		Cache   fileCache   `yaml:"cache"`
 		Routes  []fileRoute `yaml:"routes"`
+	}
+	fileCache struct {
+		Persist         bool   `yaml:"persist"`
+		PersistInterval string `yaml:"persist_interval"`
 	}
 	fileNode struct {
 		Name            string   `yaml:"name,omitempty"`
@@ -73,6 +78,12 @@ func commentsRoute(upstream string, r Routes) fileRoute {
 	}
 }
 
+// cacheSection is the node-wide cache section: persistence as r says
+// (the size stays at its default).
+func cacheSection(r Routes) fileCache {
+	return fileCache{Persist: r.CachePersist, PersistInterval: r.CachePersistInterval.String()}
+}
+
 func clusterSection(cfg Config) fileCluster {
 	return fileCluster{Secret: cfg.Secret, AdminToken: cfg.Admin,
 		RejoinInterval: rejoinInterval.String(), DeadAfter: deadAfter.String(),
@@ -92,6 +103,7 @@ func localNodeYAML(cfg Config, r Routes, i int, dataDir string) ([]byte, error) 
 			Gossip: ip + ":7946", Raft: ip + ":8300", Join: join,
 			BootstrapExpect: min(cfg.Nodes, 3), ShutdownTimeout: "5s"},
 		Cluster: clusterSection(cfg),
+		Cache:   cacheSection(r),
 		Routes:  []fileRoute{commentsRoute("http://"+bridgeIP+":9000/api/", r)},
 	}
 	return yaml.Marshal(fc)
@@ -104,6 +116,7 @@ func dockerSharedYAML(cfg Config, r Routes) ([]byte, error) {
 	fc := fileConfig{
 		Node:    fileNode{HTTP: "0.0.0.0:8080", DataDir: "/data", ShutdownTimeout: "5s"},
 		Cluster: clusterSection(cfg),
+		Cache:   cacheSection(r),
 		Routes:  []fileRoute{commentsRoute("http://demo-upstream:9000/api/", r)},
 	}
 	return yaml.Marshal(fc)

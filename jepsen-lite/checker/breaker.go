@@ -177,20 +177,16 @@ func anyOther(h *History, cfg Config, samples []history.BreakerSample, n string,
 
 // excludedAt reports whether node n is off the leader's side at t: a
 // target of a cluster fault window (killed, paused, isolated, lossy, on a
-// minority side), up to Settle after the window ended.
+// minority side; in a rolling restart, during its own step), up to Settle
+// after the window (or step) ended.
 func (h *History) excludedAt(n string, t int64, cfg Config) bool {
 	return h.excludedDuring(n, t, t, cfg)
 }
 
 func (h *History) excludedDuring(n string, from, to int64, cfg Config) bool {
 	for _, f := range h.active() {
-		if isUpstreamFault(f.Kind) || f.Start > to || h.faultEnd(f)+cfg.Settle.Nanoseconds() < from {
-			continue
-		}
-		for _, x := range f.Targets {
-			if x == n {
-				return true
-			}
+		if !isUpstreamFault(f.Kind) && h.hitDuring(f, n, from, to, cfg.Settle) {
+			return true
 		}
 	}
 	return false

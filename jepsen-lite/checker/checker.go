@@ -30,10 +30,10 @@ type Result struct {
 // Func is one checker.
 type Func func(h *History, cfg Config) Result
 
-// All lists the eight checkers in README order.
+// All lists the nine checkers in README order.
 func All() []Func {
 	return []Func{Coalescing, Staleness, NoTimeTravel, StaleIfError, TenantIsolation,
-		BreakerAgreement, Convergence, Availability}
+		BreakerAgreement, Convergence, BreakerDurability, Availability}
 }
 
 // Check runs every checker over h.

@@ -121,7 +121,11 @@ func (h *History) healthyThrough(from, to int64, cfg Config) bool {
 // [from − Settle, to] made: for a partition its groups plus every node in
 // no group (a bridge node sees both sides, so it is a view of its own);
 // for loss or delay, the degraded nodes plus the rest (a forward to the
-// owner that is lost makes the node fetch itself); 1 otherwise.
+// owner that is lost makes the node fetch itself); for restart-all and
+// kill-all every node (a node serves HTTP before gossip has joined it to
+// the rest, so each may briefly own every key, in views that come and go
+// faster than the ring is sampled); for a rolling restart 2 (the restarted
+// node alone, and the rest); 1 otherwise.
 func (h *History) sidesDuring(from, to int64, cfg Config) int {
 	sides := 1
 	for _, f := range h.active() {
@@ -133,6 +137,10 @@ func (h *History) sidesDuring(from, to int64, cfg Config) int {
 			sides = max(sides, len(f.Groups)+len(h.ungrouped(f.Groups)))
 		case f.Kind == "loss" || f.Kind == "delay":
 			sides = max(sides, 1+len(f.Targets))
+		case f.Kind == kindRestartAll || f.Kind == kindKillAll:
+			sides = max(sides, len(h.Meta.Nodes))
+		case f.Kind == kindRollingRestart:
+			sides = max(sides, 2)
 		}
 	}
 	return sides

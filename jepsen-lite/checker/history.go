@@ -47,6 +47,12 @@ type Config struct {
 	Propagation time.Duration
 	// Converge is the reconvergence bound Y after every heal. Default 30s.
 	Converge time.Duration
+	// RestartConverge is the bound after a whole-cluster restart
+	// (restart-all, kill-all, rolling-restart) within which every node
+	// must name one leader that says it leads and list every node as a
+	// voter; and the bound after any restart within which the restarted
+	// node's breaker table must have caught up. Default 20s.
+	RestartConverge time.Duration
 	// KillDetect is the failure-detection time after a kill or pause during
 	// which reads routed through the dead node are excused by the
 	// stale-if-error checker. Default 10s.
@@ -55,6 +61,12 @@ type Config struct {
 	// local probe per open period (Levee's node.Options.CatchUpGrace: its
 	// breaker table may be stale until Raft replays its log). Default 15s.
 	CatchUpGrace time.Duration
+	// PersistMargin is added to cache.persist_interval when judging what a
+	// kill-all keeps: an entry held at least interval + margin before the
+	// kill is in a saved file (the margin covers writing the file, and the
+	// upstream stamping fetched_at before the node stores the body).
+	// Default 1s.
+	PersistMargin time.Duration
 	// HealthyAvailability is the minimum fraction of ok reads invoked while
 	// healthy. Default 0.99.
 	HealthyAvailability float64
@@ -65,7 +77,7 @@ type Config struct {
 // DefaultConfig returns the documented tolerances.
 func DefaultConfig() Config {
 	return Config{Settle: 5 * time.Second, ClockSlack: time.Second, Propagation: 2 * time.Second,
-		Converge: 30 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
+		Converge: 30 * time.Second, RestartConverge: 20 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, PersistMargin: time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
 }
 
 // read is one client operation: an invoke paired with its completion.

@@ -40,7 +40,7 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 			// A node restarted within CatchUpGrace cannot know the
 			// committed state until Raft replays its log; Levee lets it
 			// make one local probe per open period meanwhile.
-			if restartedWithin(restarts[c.node], c.first, cfg.CatchUpGrace.Nanoseconds()) && !catchUp[c.node] {
+			if catchingUp(restarts[c.node], c.first, cfg.CatchUpGrace.Nanoseconds()) && !catchUp[c.node] {
 				catchUp[c.node] = true
 				b.catchUpProbes++
 				continue
@@ -109,26 +109,23 @@ func logicalCalls(in []history.UpstreamCall) []logicalCall {
 	return out
 }
 
-// restartTimes returns, per node, when kill nemeses restarted it (the end
-// of each kill window naming it).
-func restartTimes(h *History) map[string][]int64 {
-	out := map[string][]int64{}
-	for _, f := range h.Faults {
-		switch f.Kind {
-		case "kill", "kill-leader", "kill-minority", "kill-owner":
-			if f.Skipped == "" && f.End > 0 {
-				for _, n := range f.Targets {
-					out[n] = append(out[n], f.End)
-				}
-			}
-		}
+// restartTimes returns, per node, its restarts (kill kinds, restart-all,
+// kill-all, a rolling restart's steps): see restarts.
+func restartTimes(h *History) map[string][]restart {
+	out := map[string][]restart{}
+	for _, r := range restarts(h) {
+		out[r.node] = append(out[r.node], r)
 	}
 	return out
 }
 
-func restartedWithin(restarts []int64, at, grace int64) bool {
-	for _, r := range restarts {
-		if at >= r && at-r <= grace {
+// catchingUp reports whether a call at at may come from a restarted node
+// still catching up: from the moment it went down (the new process starts
+// before the harness sees it ready, and may call at once) until grace
+// after it was ready.
+func catchingUp(rs []restart, at, grace int64) bool {
+	for _, r := range rs {
+		if at >= r.down && at <= r.ready+grace {
 			return true
 		}
 	}

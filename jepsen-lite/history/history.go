@@ -61,11 +61,20 @@ type BreakerSample struct {
 	Guard string `json:"guard,omitempty"` // local guard state
 	// Prober is the node holding the half-open probe, when there is one.
 	Prober string `json:"prober,omitempty"`
+	// Transitions counts the committed table's state changes for the
+	// route; with Since and Forced it identifies the committed state, so a
+	// restarted node can be compared with what was committed before.
+	Transitions uint64    `json:"transitions,omitempty"`
+	Since       time.Time `json:"since,omitzero"` // time of the last transition
+	Forced      bool      `json:"forced,omitempty"`
+	// CatchingUp: the node has not caught up with the cluster's committed
+	// log since it started, so the table shown may be stale.
+	CatchingUp bool `json:"catching_up,omitempty"`
 }
 
 // Fault is one nemesis window.
 type Fault struct {
-	Kind    string   `json:"kind"` // isolate-node, isolate-leader, isolate-owner, halves, majorities-ring, bridge, kill, kill-leader, kill-minority, pause, loss, delay, upstream-down, upstream-429, upstream-slow, upstream-5xx, upstream-reset
+	Kind    string   `json:"kind"` // isolate-node, isolate-leader, isolate-owner, halves, majorities-ring, bridge, kill, kill-leader, kill-minority, pause, loss, delay, restart-all, kill-all, rolling-restart, upstream-down, upstream-429, upstream-slow, upstream-5xx, upstream-reset
 	Targets []string `json:"targets,omitempty"`
 	Start   int64    `json:"start"`
 	End     int64    `json:"end"`               // 0 while open
@@ -75,6 +84,25 @@ type Fault struct {
 	Groups [][]string `json:"groups,omitempty"`
 	// Note says what the nemesis found or did (leader, owner, errors).
 	Note string `json:"note,omitempty"`
+	// Killed lists the targets of a graceful stop (restart-all) that were
+	// still running backend.StopTimeout after SIGTERM and were SIGKILLed:
+	// they saved nothing on the way down.
+	Killed []string `json:"killed,omitempty"`
+	// Steps are a rolling restart's turns, one node each, in order; empty
+	// for every other kind. A step's node is the only one down during it.
+	Steps []Step `json:"steps,omitempty"`
+}
+
+// Step is one node's turn in a rolling restart. Times are ns since start;
+// 0 means it did not happen.
+type Step struct {
+	Node  string `json:"node"`
+	Stop  int64  `json:"stop"`  // SIGTERM sent
+	Ready int64  `json:"ready"` // started again and answering /-/readyz
+	// Rejoined is when every node again saw all nodes alive, named the
+	// same leader and listed every node as a voter (the roll waits for it
+	// before the next node); 0 when that did not happen within the wait.
+	Rejoined int64 `json:"rejoined"`
 }
 
 // Membership is one node's view of the cluster, sampled.
@@ -88,4 +116,8 @@ type Membership struct {
 	Ring []string `json:"ring,omitempty"`
 	// Term is this node's Raft term.
 	Term uint64 `json:"term,omitempty"`
+	// RaftState is this node's Raft role (Leader, Follower, Candidate).
+	RaftState string `json:"raft_state,omitempty"`
+	// Voters is the voter set of this node's latest Raft configuration.
+	Voters []string `json:"voters,omitempty"`
 }

@@ -2,13 +2,16 @@
 // staggered schedule and records every fault window.
 //
 // Data flow: ParseKinds turns the -nemesis flag into fault kinds;
-// Schedule draws, from the seed alone, fault windows (10–25 s) separated
-// by healthy gaps (≥ 10 s) that all end well before the run does; Runner
+// Schedule draws, from the seed alone, fault windows (10–25 s; rolling
+// restarts longer, sized by the node count) separated by healthy gaps
+// (≥ 10 s) that all end well before the run does, forcing each ensured
+// kind (the whole-cluster restarts) in while there is still room; Runner
 // walks the schedule on the run clock: at each window's start it resolves
 // targets (the Raft leader from /-/cluster, the hot key's owner from
 // /-/cluster/owner), injects the fault through backend.Backend or the
 // demo upstream's /-/faults, and at the window's end undoes it (heal,
-// restart, resume, DELETE /-/faults) and records a history.Fault. A fault
-// this machine cannot inject (backend.ErrUnsupported) is recorded as
-// skipped, never pretended.
+// restart, resume, DELETE /-/faults) and records a history.Fault. A
+// rolling restart is not injected and undone but performed: its window is
+// the roll, one history.Step per node. A fault this machine cannot inject
+// (backend.ErrUnsupported) is recorded as skipped, never pretended.
 package nemesis

@@ -87,13 +87,106 @@ func checkWindows(t *testing.T, cfg ScheduleConfig, ws []Window) {
 		if i == 0 && w.Kind != UpstreamDown {
 			t.Errorf("first window %v is not the breaker phase", w)
 		}
-		if w.Length < cfg.MinWindow || w.Length > cfg.MaxWindow || w.End() > cfg.Duration-cfg.Tail {
-			t.Errorf("window %v out of bounds", w)
+		lo, hi := max(cfg.MinWindow, cfg.minLength(w.Kind)), cfg.maxLength(w.Kind)
+		if w.Length < lo || w.Length > hi || w.End() > cfg.Duration-cfg.Tail {
+			t.Errorf("window %v out of bounds [%v, %v]", w, lo, hi)
 		}
 		if i > 0 && w.Start-ws[i-1].End() < cfg.MinGap {
 			t.Errorf("gap before %v is %v", w, w.Start-ws[i-1].End())
 		}
 	}
+}
+
+func TestScheduleEnsuresWholeClusterKinds(t *testing.T) {
+	cases := []struct {
+		name     string
+		duration time.Duration
+		nodes    int
+		kinds    []string
+		ensure   []string // nil: the default
+		want     []string // present in every seed's schedule
+		absent   []string // absent from every seed's schedule
+	}{
+		{name: "CI run: 4m on 3 nodes", duration: 4 * time.Minute, nodes: 3, kinds: mustKinds(t, "mixed", 3), want: EnsuredKinds()},
+		{name: "4m on 5 nodes (longer rolls)", duration: 4 * time.Minute, nodes: 5, kinds: mustKinds(t, "mixed", 5), want: EnsuredKinds()},
+		{name: "3m: room for the first two only", duration: 3 * time.Minute, nodes: 3, kinds: mustKinds(t, "mixed", 3), want: []string{RestartAll, KillAll}},
+		{name: "ensured kinds not in the list are ignored", duration: 4 * time.Minute, nodes: 3, kinds: []string{Kill, Pause},
+			absent: EnsuredKinds()},
+		{name: "custom list", duration: 4 * time.Minute, nodes: 3, kinds: mustKinds(t, "mixed", 3), ensure: []string{RollingRestart}, want: []string{RollingRestart}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range int64(200) {
+				cfg := DefaultScheduleConfig(tc.duration, tc.kinds, seed)
+				cfg.Nodes = tc.nodes
+				if tc.ensure != nil {
+					cfg.Ensure = tc.ensure
+				}
+				ws, err := Schedule(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkWindows(t, cfg, ws)
+				got := kindsOf(ws)
+				for _, k := range tc.want {
+					if !slices.Contains(got, k) {
+						t.Fatalf("seed %d: no %s in %v", seed, k, ws)
+					}
+				}
+				for _, k := range tc.absent {
+					if slices.Contains(got, k) {
+						t.Fatalf("seed %d: %s in %v", seed, k, ws)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestScheduleSizesRollingRestarts(t *testing.T) {
+	cases := []struct {
+		kind  string
+		nodes int
+		min   time.Duration
+	}{
+		{kind: RollingRestart, nodes: 3, min: 24 * time.Second},
+		{kind: RollingRestart, nodes: 5, min: 40 * time.Second},
+		{kind: UpstreamDownRollingRestart, nodes: 3, min: 36 * time.Second},
+		{kind: UpstreamDownRollingRestart, nodes: 0, min: 10 * time.Second},
+		{kind: RestartAll, nodes: 5, min: 10 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s on %d", tc.kind, tc.nodes), func(t *testing.T) {
+			cfg := DefaultScheduleConfig(10*time.Minute, []string{tc.kind}, 1)
+			cfg.Nodes, cfg.BreakerPhase = tc.nodes, false
+			ws, err := Schedule(cfg)
+			if err != nil || len(ws) == 0 {
+				t.Fatalf("Schedule = %v, %v", ws, err)
+			}
+			for _, w := range ws {
+				if w.Length < tc.min {
+					t.Errorf("window %v shorter than %v", w, tc.min)
+				}
+			}
+		})
+	}
+}
+
+func mustKinds(t *testing.T, spec string, n int) []string {
+	t.Helper()
+	ks, err := ParseKinds(spec, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+func kindsOf(ws []Window) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Kind)
+	}
+	return out
 }
 
 func TestScheduleSeedsDiffer(t *testing.T) {
@@ -105,12 +198,13 @@ func TestScheduleSeedsDiffer(t *testing.T) {
 }
 
 // fakeBackend records calls; Delay is unsupported, like a kernel without
-// sch_netem.
+// sch_netem. Stop fails with stopErr for the nodes it names.
 type fakeBackend struct {
 	mu       sync.Mutex
 	calls    []string
 	upstream string
 	nodes    []backend.Node
+	stopErr  map[string]error
 }
 
 func (f *fakeBackend) log(format string, args ...any) error {
@@ -135,12 +229,24 @@ func (f *fakeBackend) Delay(string, time.Duration) error         { return backen
 func (f *fakeBackend) Alive(string) bool                         { return true }
 func (f *fakeBackend) Teardown() error                           { return nil }
 
-// fakeCluster serves the nodes' admin endpoints (leader n2, owner n3,
-// breakers open) and the upstream's /-/faults, logging fault changes.
-func fakeCluster(t *testing.T, fb *fakeBackend) {
+func (f *fakeBackend) Stop(_ context.Context, n string) error {
+	f.log("stop %s", n)
+	return f.stopErr[n]
+}
+
+// clusterDoc is every fake node's /-/cluster: n1..n3 alive, leader n2,
+// every node a voter.
+const clusterDoc = `{"members":[{"name":"n1","state":"alive"},{"name":"n2","state":"alive"},{"name":"n3","state":"alive"}],` +
+	`"raft":{"state":"Follower","leader":"n2","voters":["n1","n2","n3"]}}`
+
+// fakeCluster serves the nodes' admin endpoints (/-/cluster from doc, owner
+// n3, breakers open) and the upstream's /-/faults, logging fault changes.
+func fakeCluster(t *testing.T, fb *fakeBackend) { fakeClusterWith(t, fb, clusterDoc) }
+
+func fakeClusterWith(t *testing.T, fb *fakeBackend, doc string) {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /-/cluster", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"raft":{"leader":"n2"}}`) })
+	mux.HandleFunc("GET /-/cluster", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, doc) })
 	mux.HandleFunc("GET /-/cluster/owner", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"owner":"n3"}`) })
 	mux.HandleFunc("GET /-/breakers", func(w http.ResponseWriter, _ *http.Request) {
 		io.WriteString(w, `[{"route":"comments","state":"open"}]`)

@@ -37,6 +37,15 @@ type Config struct {
 	LossPct int
 	// DelayBy is the latency of "delay". Default 300ms.
 	DelayBy time.Duration
+	// RejoinWait bounds how long a rolling restart waits for a restarted
+	// node to rejoin (every node alive everywhere, one leader, every node
+	// a voter) before it stops the roll. Default 30s.
+	RejoinWait time.Duration
+	// MinGap is the least healthy time kept between a window's actual end
+	// and the next window's start: a window whose undo ran late (a slow
+	// restart, a long roll) pushes the next one back. Default 10s, the
+	// schedule's MinGap.
+	MinGap time.Duration
 	// Log receives every injection and undo. Default nil: discarded.
 	Log *slog.Logger
 }
@@ -63,6 +72,12 @@ func New(cfg Config) *Runner {
 	if cfg.DelayBy == 0 {
 		cfg.DelayBy = 300 * time.Millisecond
 	}
+	if cfg.RejoinWait == 0 {
+		cfg.RejoinWait = 30 * time.Second
+	}
+	if cfg.MinGap == 0 {
+		cfg.MinGap = 10 * time.Second
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -74,13 +89,20 @@ func New(cfg Config) *Runner {
 func (r *Runner) now() int64 { return time.Since(r.cfg.Start).Nanoseconds() }
 
 // Run executes every window in order until ctx is done. A window cut short
-// by ctx is still undone and recorded.
+// by ctx is still undone and recorded. A window starts at least MinGap
+// after the previous one really ended.
 func (r *Runner) Run(ctx context.Context, windows []Window) {
+	var ended time.Duration // the previous window's actual end; 0 before the first
 	for _, w := range windows {
+		if ended > 0 && ended+r.cfg.MinGap > w.Start {
+			r.log.Info("window pushed back", "kind", w.Kind, "scheduled", w.Start, "by", ended+r.cfg.MinGap-w.Start)
+			w.Start = ended + r.cfg.MinGap
+		}
 		if !r.sleepUntil(ctx, w.Start) {
 			return
 		}
 		r.runWindow(ctx, w)
+		ended = time.Duration(r.now())
 	}
 }
 
@@ -107,28 +129,42 @@ type active struct {
 }
 
 // runWindow injects w's fault(s), waits for the window's end and undoes
-// them, latest first.
+// them, latest first. A rolling restart is not undone: its window is the
+// roll itself, however long it takes.
 func (r *Runner) runWindow(ctx context.Context, w Window) {
-	if w.Kind != UpstreamDownKillOwner && w.Kind != UpstreamDown {
+	switch w.Kind {
+	case UpstreamDown, UpstreamDownKillOwner, UpstreamDownRollingRestart:
+		r.breakerPhase(ctx, w)
+	case RollingRestart:
+		r.finish(r.roll(ctx))
+	default:
 		a := r.inject(ctx, w.Kind)
 		r.sleepUntil(ctx, w.End())
 		r.finish(a)
-		return
 	}
-	// The breaker phase: the outage must trip the breaker everywhere; the
-	// composite kind then kills the hot key's owner a third of the way in.
-	killAt := w.End()
-	if w.Kind == UpstreamDownKillOwner {
-		killAt = w.Start + w.Length/3
+}
+
+// breakerPhase runs an upstream outage, which must trip the breaker
+// everywhere; the composite kinds then kill the hot key's owner, or roll
+// the cluster, a third of the way in.
+func (r *Runner) breakerPhase(ctx context.Context, w Window) {
+	at := w.End()
+	if w.Kind != UpstreamDown {
+		at = w.Start + w.Length/3
 	}
 	down := r.inject(ctx, UpstreamDown)
 	if down.fault.Skipped == "" {
-		down.fault.Note = join(down.fault.Note, r.watchTrip(ctx, killAt))
+		down.fault.Note = join(down.fault.Note, r.watchTrip(ctx, at))
 	}
-	if killAt < w.End() && r.sleepUntil(ctx, killAt) {
-		kill := r.inject(ctx, KillOwner)
-		r.sleepUntil(ctx, w.End())
-		r.finish(kill)
+	if at < w.End() && r.sleepUntil(ctx, at) {
+		switch w.Kind {
+		case UpstreamDownKillOwner:
+			kill := r.inject(ctx, KillOwner)
+			r.sleepUntil(ctx, w.End())
+			r.finish(kill)
+		case UpstreamDownRollingRestart:
+			r.finish(r.roll(ctx))
+		}
 	}
 	r.sleepUntil(ctx, w.End())
 	r.finish(down)
@@ -154,8 +190,8 @@ func (r *Runner) finish(a active) {
 }
 
 func join(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "; " + b
 }
@@ -189,6 +225,8 @@ func (r *Runner) apply(ctx context.Context, f *history.Fault) (func(context.Cont
 		return r.partition(ctx, f)
 	case Kill, KillLeader, KillMinority, KillOwner:
 		return r.kill(ctx, f)
+	case RestartAll, KillAll:
+		return r.stopAll(ctx, f)
 	case Pause:
 		return r.pause(f)
 	case Loss, Delay:

@@ -11,7 +11,11 @@ import (
 
 // Fault kinds. UpstreamDownKillOwner is an upstream outage during which the
 // hot key's owner is killed; it is recorded as two windows (upstream-down
-// and kill-owner).
+// and kill-owner). RestartAll, KillAll and RollingRestart are the
+// whole-cluster kinds: every node goes down, at once or in turn.
+// UpstreamDownRollingRestart is a rolling restart inside an upstream
+// outage, so cached keys must be carried through the roll by the replicas;
+// it is recorded as two windows (upstream-down and rolling-restart).
 const (
 	IsolateNode           = "isolate-node"
 	IsolateLeader         = "isolate-leader"
@@ -32,13 +36,27 @@ const (
 	Upstream429           = "upstream-429"
 	UpstreamReset         = "upstream-reset"
 	UpstreamDownKillOwner = "upstream-down-kill-owner"
+	RestartAll            = "restart-all"
+	KillAll               = "kill-all"
+	RollingRestart        = "rolling-restart"
+
+	UpstreamDownRollingRestart = "upstream-down-rolling-restart"
 )
 
 // AllKinds lists every schedulable kind.
 func AllKinds() []string {
 	return []string{IsolateNode, IsolateLeader, IsolateOwner, Halves, MajoritiesRing, Bridge, Kill, KillLeader,
 		KillMinority, Pause, Loss, Delay, UpstreamDown, UpstreamSlow, Upstream5xx, Upstream429, UpstreamReset,
-		UpstreamDownKillOwner}
+		UpstreamDownKillOwner, RestartAll, KillAll, RollingRestart, UpstreamDownRollingRestart}
+}
+
+// EnsuredKinds are the kinds a schedule places at least once by default
+// (ScheduleConfig.Ensure): the whole-cluster restarts, whose recovery a
+// short run would otherwise often miss. The plain rolling-restart is drawn
+// like any other kind; the ensured roll runs inside an upstream outage,
+// which also checks that cached keys survive it.
+func EnsuredKinds() []string {
+	return []string{RestartAll, KillAll, UpstreamDownRollingRestart}
 }
 
 // ErrBadSpec wraps every invalid -nemesis value or schedule config.
@@ -107,6 +125,7 @@ type ScheduleConfig struct {
 	// Warmup is the healthy time before the first window. Default 10s.
 	Warmup time.Duration
 	// MinWindow and MaxWindow bound a window's length. Default 10s, 25s.
+	// A rolling restart's window may be longer (see RollStep).
 	MinWindow, MaxWindow time.Duration
 	// MinGap and MaxGap bound the healthy gap after a window. Default 10s, 20s.
 	MinGap, MaxGap time.Duration
@@ -115,13 +134,28 @@ type ScheduleConfig struct {
 	// BreakerPhase starts the schedule with an upstream-down window, so
 	// every run with faults trips and recovers the breaker. Default true.
 	BreakerPhase bool
+	// Nodes is the cluster size; it sizes rolling restarts' windows.
+	// Default 0: they get ordinary windows.
+	Nodes int
+	// RollStep is the window time budgeted per node of a rolling restart
+	// (graceful stop, start, rejoin): a rolling-restart window lasts at
+	// least Nodes × RollStep, an upstream-down-rolling-restart one 3/2 of
+	// that (its roll starts a third of the way in). Default 8s.
+	RollStep time.Duration
+	// Ensure lists kinds placed at least once when the run has room,
+	// whatever the draw: a kind still missing is forced into the next
+	// window as soon as drawing freely once more could leave no room for
+	// it, in list order. Kinds not in Kinds are ignored. Default
+	// EnsuredKinds().
+	Ensure []string
 }
 
 // DefaultScheduleConfig returns the documented defaults for d and kinds.
 func DefaultScheduleConfig(d time.Duration, kinds []string, seed int64) ScheduleConfig {
 	return ScheduleConfig{Duration: d, Kinds: kinds, Seed: seed, Warmup: 10 * time.Second,
 		MinWindow: 10 * time.Second, MaxWindow: 25 * time.Second, MinGap: 10 * time.Second,
-		MaxGap: 20 * time.Second, Tail: 20 * time.Second, BreakerPhase: true}
+		MaxGap: 20 * time.Second, Tail: 20 * time.Second, BreakerPhase: true,
+		RollStep: 8 * time.Second, Ensure: EnsuredKinds()}
 }
 
 // Validate reports the first invalid field, wrapping ErrBadSpec.
@@ -135,6 +169,8 @@ func (c ScheduleConfig) Validate() error {
 		return fmt.Errorf("%w: need 0 < min gap <= max gap", ErrBadSpec)
 	case c.Warmup < 0 || c.Tail < 0:
 		return fmt.Errorf("%w: warmup and tail must be >= 0", ErrBadSpec)
+	case c.Nodes < 0 || c.RollStep < 0:
+		return fmt.Errorf("%w: nodes and roll step must be >= 0", ErrBadSpec)
 	}
 	return nil
 }
@@ -150,23 +186,81 @@ func Schedule(c ScheduleConfig) ([]Window, error) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6e656d))
 	limit := c.Duration - c.Tail
+	pending := slices.DeleteFunc(slices.Clone(c.Ensure), func(k string) bool { return !slices.Contains(c.Kinds, k) })
 	var out []Window
 	t, prev := c.Warmup, ""
 	for {
-		kind := pick(rng, c.Kinds, prev)
-		if c.BreakerPhase && len(out) == 0 {
-			kind = UpstreamDown
-		}
-		length := between(rng, c.MinWindow, c.MaxWindow)
-		if t+length > limit {
-			length = limit - t
-		}
-		if length < c.MinWindow {
+		kind := c.next(rng, len(out) == 0, prev, pending, limit-t)
+		if kind == "" {
 			return out, nil
 		}
+		length := min(max(between(rng, c.MinWindow, c.MaxWindow), c.minLength(kind)), limit-t)
 		out = append(out, Window{Kind: kind, Start: t, Length: length})
+		pending = slices.DeleteFunc(pending, func(k string) bool { return k == kind })
 		t, prev = t+length+between(rng, c.MinGap, c.MaxGap), kind
 	}
+}
+
+// next chooses the kind of the window starting with room left before the
+// tail: the breaker phase first, then the first pending ensured kind that
+// fits when waiting would risk them, else a uniform draw among the kinds
+// that fit. "" when nothing fits.
+func (c ScheduleConfig) next(rng *rand.Rand, first bool, prev string, pending []string, room time.Duration) string {
+	switch {
+	case first && c.BreakerPhase:
+		// The draw is made and discarded, as it always was, so a schedule
+		// of the older kinds alone is what it was for the same seed.
+		pick(rng, c.Kinds, prev)
+		if room < c.MinWindow {
+			return ""
+		}
+		return UpstreamDown
+	case len(pending) > 0 && c.mustPlace(pending, room):
+		if i := slices.IndexFunc(pending, func(k string) bool { return c.fits(k, room) }); i >= 0 {
+			return pending[i]
+		}
+	}
+	fit := slices.DeleteFunc(slices.Clone(c.Kinds), func(k string) bool { return !c.fits(k, room) })
+	if len(fit) == 0 {
+		return ""
+	}
+	return pick(rng, fit, prev)
+}
+
+// mustPlace reports whether a free draw now, at its longest, could leave
+// too little room to be sure every pending kind still fits at its longest.
+func (c ScheduleConfig) mustPlace(pending []string, room time.Duration) bool {
+	var longest time.Duration
+	for _, k := range c.Kinds {
+		longest = max(longest, c.maxLength(k))
+	}
+	need := time.Duration(len(pending)-1) * c.MaxGap
+	for _, k := range pending {
+		need += c.maxLength(k)
+	}
+	return room-(longest+c.MaxGap) < need
+}
+
+// fits reports whether a window of kind can start with room left.
+func (c ScheduleConfig) fits(kind string, room time.Duration) bool {
+	return room >= max(c.MinWindow, c.minLength(kind))
+}
+
+// minLength is the shortest window kind may have: a rolling restart needs
+// time for every node's turn.
+func (c ScheduleConfig) minLength(kind string) time.Duration {
+	roll := time.Duration(c.Nodes) * c.RollStep
+	switch kind {
+	case RollingRestart:
+		return roll
+	case UpstreamDownRollingRestart:
+		return roll * 3 / 2
+	}
+	return 0
+}
+
+func (c ScheduleConfig) maxLength(kind string) time.Duration {
+	return max(c.MaxWindow, c.minLength(kind))
 }
 
 // pick draws a kind, avoiding an immediate repeat when there is a choice.

@@ -98,12 +98,16 @@ func (s *Samplers) getJSON(ctx context.Context, url string, v any) error {
 
 // BreakerView is the part of one /-/breakers entry the sampler keeps.
 type BreakerView struct {
-	Route  string `json:"route"`
-	State  string `json:"state"`
-	Prober string `json:"prober"`
-	Raft   *struct {
-		Term    uint64 `json:"term"`
-		Applied uint64 `json:"applied_index"`
+	Route       string    `json:"route"`
+	State       string    `json:"state"`
+	Prober      string    `json:"prober"`
+	Forced      bool      `json:"forced"`
+	Since       time.Time `json:"since"`
+	Transitions uint64    `json:"transitions"`
+	Raft        *struct {
+		Term       uint64 `json:"term"`
+		Applied    uint64 `json:"applied_index"`
+		CatchingUp bool   `json:"catching_up"`
 	} `json:"raft"`
 	LocalGuard *struct {
 		State string `json:"state"`
@@ -130,8 +134,9 @@ func BreakerSampleOf(smp history.BreakerSample, views []BreakerView) history.Bre
 			continue
 		}
 		smp.State, smp.Prober = v.State, v.Prober
+		smp.Transitions, smp.Since, smp.Forced = v.Transitions, v.Since, v.Forced
 		if v.Raft != nil {
-			smp.Term, smp.Index = v.Raft.Term, v.Raft.Applied
+			smp.Term, smp.Index, smp.CatchingUp = v.Raft.Term, v.Raft.Applied, v.Raft.CatchingUp
 		}
 		if v.LocalGuard != nil {
 			smp.Guard = v.LocalGuard.State
@@ -148,8 +153,10 @@ type ClusterView struct {
 		Share float64 `json:"ring_share"`
 	} `json:"members"`
 	Raft *struct {
-		Leader string `json:"leader"`
-		Term   uint64 `json:"term"`
+		State  string   `json:"state"`
+		Leader string   `json:"leader"`
+		Term   uint64   `json:"term"`
+		Voters []string `json:"voters"`
 	} `json:"raft"`
 }
 
@@ -177,7 +184,7 @@ func MembershipOf(m history.Membership, v ClusterView) history.Membership {
 		}
 	}
 	if v.Raft != nil {
-		m.Leader, m.Term = v.Raft.Leader, v.Raft.Term
+		m.Leader, m.Term, m.RaftState, m.Voters = v.Raft.Leader, v.Raft.Term, v.Raft.State, v.Raft.Voters
 	}
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +167,10 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	start := time.Now()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/-/breakers", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `[{"route":"comments","state":"open","raft":{"term":3,"applied_index":42},"local_guard":{"state":"closed"}}]`)
+		fmt.Fprint(w, `[{"route":"comments","state":"open","forced":true,"since":"2026-01-01T00:00:01Z","transitions":7,"raft":{"term":3,"applied_index":42,"catching_up":true},"local_guard":{"state":"closed"}}]`)
 	})
 	mux.HandleFunc("/-/cluster", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, `{"members":[{"name":"n1","state":"alive","ring_share":0.5},{"name":"n2","state":"suspect","ring_share":0.5}],"raft":{"leader":"n1","term":3}}`)
+		fmt.Fprint(w, `{"members":[{"name":"n1","state":"alive","ring_share":0.5},{"name":"n2","state":"suspect","ring_share":0.5}],"raft":{"state":"Leader","leader":"n1","term":3,"voters":["n1","n2"]}}`)
 	})
 	mux.HandleFunc("/-/stats", func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"log": []map[string]any{
@@ -198,10 +199,12 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	if len(snap.Breakers) == 0 || len(snap.Members) == 0 || len(snap.Upstream) != 1 {
 		t.Fatalf("snapshot: %d breakers, %d members, %d upstream", len(snap.Breakers), len(snap.Members), len(snap.Upstream))
 	}
-	if b := snap.Breakers[0]; b.State != "open" || b.Index != 42 || b.Term != 3 || b.Guard != "closed" {
+	if b := snap.Breakers[0]; b.State != "open" || b.Index != 42 || b.Term != 3 || b.Guard != "closed" ||
+		b.Transitions != 7 || !b.Forced || !b.CatchingUp || !b.Since.Equal(time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)) {
 		t.Errorf("breaker sample = %+v", b)
 	}
-	if m := snap.Members[0]; !m.Reached || len(m.Alive) != 1 || len(m.Ring) != 2 || m.Leader != "n1" {
+	if m := snap.Members[0]; !m.Reached || len(m.Alive) != 1 || len(m.Ring) != 2 || m.Leader != "n1" ||
+		m.RaftState != "Leader" || !slices.Equal(m.Voters, []string{"n1", "n2"}) {
 		t.Errorf("membership = %+v", m)
 	}
 	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" {
