@@ -115,6 +115,32 @@ func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 	}
 }
 
+// TestFallbackAsksReplicasBeforeUpstream: the owner dies right after
+// fetching a key; the third node, which cannot reach it, serves the key
+// from the replica's fresh copy instead of calling the upstream a second
+// time inside the same fresh window (issue 9's chaos finding).
+func TestFallbackAsksReplicasBeforeUpstream(t *testing.T) {
+	c := newTestCluster(t, 3)
+	owner := c.ownerOf(0, hotPath, hotTenant)
+	orig := c.get(owner, hotPath, "X-Tenant", hotTenant)
+	orig.expect(t, 200, "MISS")
+	rep := replicaOf(c, owner)
+	c.waitFor(5*time.Second, "replication to the replica", func() bool {
+		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
+	})
+	third := 3 - owner - rep
+	calls := c.up.Total()
+	c.crash(owner)
+	a := c.get(third, hotPath, "X-Tenant", hotTenant)
+	if a.status != 200 || !bytes.Equal(a.body, orig.body) {
+		t.Fatalf("node %d after the owner died: %d %s, want the original body", third, a.status, a.body)
+	}
+	if got := c.up.Total() - calls; got != 0 {
+		t.Fatalf("%d upstream calls after the owner died, want 0: the replica's copy is fresh", got)
+	}
+	t.Logf("served %s with Cache-Status %q", a.header.Get("X-Cache"), a.header.Get("Cache-Status"))
+}
+
 // replicaOf is the node that takes owner's key over: its first replica.
 func replicaOf(c *testCluster, owner int) int {
 	c.t.Helper()

@@ -181,6 +181,10 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 			return e.fromEntry(ent, Stale, "", now), nil
 		}
 	}
+	asked := e.replicaFirst(ctx, rt, r, pkey, ent, now)
+	if asked.resp != nil {
+		return asked.resp, nil
+	}
 	f, err := e.fetchCoalesced(ctx, rt, r, pkey, ent)
 	if err == nil && !f.failed {
 		return e.fromFlight(f), nil
@@ -194,7 +198,7 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 	if local != nil && e.owns(rt, r) && !e.recheck.due(pkey, e.cfg.Now()) {
 		return local, nil
 	}
-	if stale := e.recover(ctx, rt, r, pkey, ent); stale != nil {
+	if stale := e.recover(ctx, rt, r, pkey, ent, asked); stale != nil {
 		return stale, nil
 	}
 	if local != nil {

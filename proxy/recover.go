@@ -20,13 +20,17 @@ func (e *Engine) owns(rt *Route, r *Request) bool {
 // recover asks Config.Recover for another node's copy when this node has
 // nothing to stand in for a failed fetch: a node that restarts with an
 // empty cache must not answer 503 while its replicas hold a usable copy.
-// A copy older than have is ignored.
-func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry) *Response {
+// A copy older than have is ignored. When replicaFirst already asked for
+// this request, its answer is used instead of asking again.
+func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry, asked replicaAnswer) *Response {
 	if e.cfg.Recover == nil || ctx.Err() != nil {
 		return nil
 	}
 	e.recheck.due(pkey, e.cfg.Now()) // whatever the answer, this key was just checked
-	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	ent, ok := asked.entry, asked.entry != nil
+	if !asked.asked {
+		ent, ok = e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	}
 	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) {
 		return nil
 	}
@@ -36,6 +40,40 @@ func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string
 		e.keepRecovered(pkey, r.Header, ent)
 	}
 	return stale
+}
+
+// replicaFirst runs on a node about to fetch a key it does not own: it
+// serves only because the owner could not be reached (api's forward
+// fallback). The owner may have fetched the key moments ago, so the
+// replicas likely hold a fresh copy; serving it saves a second upstream
+// call inside one fresh window (issue 9: a chaos run's owner was killed
+// 0.7 s after refreshing a key, and a node that could not reach it fetched
+// the key again). Only a fresh copy newer than have is served and kept;
+// anything else leaves the fetch to go ahead, and recover reuses the
+// answer if the fetch fails.
+func (e *Engine) replicaFirst(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry, now time.Time) replicaAnswer {
+	if e.cfg.Recover == nil || e.owns(rt, r) || !cacheable(r.Method) || ctx.Err() != nil {
+		return replicaAnswer{}
+	}
+	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	if !ok {
+		ent = nil
+	}
+	out := replicaAnswer{asked: true, entry: ent}
+	if ent == nil || ent.Freshness(now) != store.Fresh || have != nil && !ent.StoredAt.After(have.StoredAt) {
+		return out
+	}
+	e.keepRecovered(pkey, r.Header, ent)
+	out.resp = e.fromEntry(ent, Hit, "replica", now)
+	return out
+}
+
+// replicaAnswer is what replicaFirst learned: whether it asked, the copy
+// it got (nil: none), and the response when that copy was served.
+type replicaAnswer struct {
+	asked bool
+	entry *store.Entry
+	resp  *Response
 }
 
 // keepRecovered stores a recovered entry as a replica push would (a newer

@@ -191,11 +191,14 @@ func TestNonOwnerPrefersNewerReplicaCopy(t *testing.T) {
 		replicaAt time.Duration // replica copy stored this long after ours (negative: older)
 		wantBody  string
 		wantAsked int
+		want      Result
 	}{
-		{"owner checks once and takes a newer replica copy", true, time.Minute, "from replica", 1},
-		{"owner keeps its own copy when the replica's is older", true, -time.Minute, "hello", 1},
-		{"non-owner takes a newer replica copy", false, time.Minute, "from replica", 1},
-		{"non-owner keeps its copy when the replica's is older", false, -time.Minute, "hello", 1},
+		{"owner checks once and takes a newer replica copy", true, time.Minute, "from replica", 1, Stale},
+		{"owner keeps its own copy when the replica's is older", true, -time.Minute, "hello", 1, Stale},
+		// The newer copy is fresh, so the non-owner serves it before any
+		// upstream call (replicaFirst).
+		{"non-owner takes a newer replica copy", false, time.Minute, "from replica", 1, Hit},
+		{"non-owner keeps its copy when the replica's is older", false, -time.Minute, "hello", 1, Stale},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,11 +221,58 @@ func TestNonOwnerPrefersNewerReplicaCopy(t *testing.T) {
 				rg.engine = eng
 				rg.up.set(reply(503, "down"))
 				resp := rg.serve(t, get("s/1"))
-				if resp.Result != Stale || string(resp.Body) != tc.wantBody {
-					t.Fatalf("got %s %q, want STALE %q", resp.Result, resp.Body, tc.wantBody)
+				if resp.Result != tc.want || string(resp.Body) != tc.wantBody {
+					t.Fatalf("got %s %q, want %s %q", resp.Result, resp.Body, tc.want, tc.wantBody)
 				}
 				if fr.calls() != tc.wantAsked {
 					t.Fatalf("replicas asked %d times, want %d", fr.calls(), tc.wantAsked)
+				}
+			})
+		})
+	}
+}
+
+// TestNonOwnerAsksReplicasBeforeTheUpstream: a node serving a key it does
+// not own (the owner could not be reached) serves a replica's fresh copy
+// instead of calling the upstream again in the same fresh window; a copy
+// that is no longer fresh, or a node that owns the key, fetches as before.
+func TestNonOwnerAsksReplicasBeforeTheUpstream(t *testing.T) {
+	cases := []struct {
+		name      string
+		owns      bool
+		age       time.Duration // of the replica's copy; fresh for 15 s
+		wantBody  string
+		wantCalls int64
+	}{
+		{"non-owner serves a fresh replica copy", false, 5 * time.Second, "from replica", 0},
+		{"non-owner fetches when the copy is stale", false, 20 * time.Second, "hello", 1},
+		{"owner never asks first", true, 5 * time.Second, "hello", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.up.set(reply(200, "hello"))
+				fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
+					time.Now().Add(-tc.age), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
+				cfg := rg.engine.cfg
+				cfg.Recover = fr.recover
+				cfg.Owns = func(string) bool { return tc.owns }
+				eng, err := New(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(eng.Close)
+				rg.engine = eng
+				resp := rg.serve(t, get("s/1"))
+				if string(resp.Body) != tc.wantBody || rg.calls() != tc.wantCalls {
+					t.Fatalf("got %s %q after %d upstream calls, want %q after %d", resp.Result, resp.Body, rg.calls(), tc.wantBody, tc.wantCalls)
+				}
+				if tc.wantCalls == 0 {
+					wantResult(t, rg.serve(t, get("s/1")), Hit, "from replica") // kept locally
+					if fr.calls() != 1 || rg.calls() != 0 {
+						t.Fatalf("second read asked the replicas %d times, upstream %d times", fr.calls(), rg.calls())
+					}
 				}
 			})
 		})
