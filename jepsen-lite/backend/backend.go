@@ -1,9 +1,3 @@
-// Package backend runs a Levee cluster and its demo upstream somewhere the
-// harness can break it for real: as processes in network namespaces
-// (Local) or as the docker compose cluster (Docker). Faults are real:
-// iptables partitions inside each node's network namespace, kill -9 and
-// restart with the same data dir, SIGSTOP/SIGCONT (docker pause), packet
-// loss by iptables, and delay by tc netem where the kernel has it.
 package backend
 
 import (
