@@ -118,6 +118,15 @@ func (t *Table) Restore(b []byte) error {
 	return nil
 }
 
+// Reset empties the table, every route closed, as NewTable leaves it: what
+// a Raft FSM does when a snapshot holds no state for the table. No
+// transition callbacks fire.
+func (t *Table) Reset() {
+	t.mu.Lock()
+	t.routes = make(map[string]*route)
+	t.mu.Unlock()
+}
+
 func decodeSnapshot(b []byte) (map[string]*route, error) {
 	var s snapshot
 	rd := bytes.NewReader(b)

@@ -11,7 +11,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// StateMachine is what the cluster replicates (the breaker table).
+// StateMachine is what the cluster replicates. In a Levee node it is a Mux,
+// and each machine registered in the Mux (the breaker table) is a
+// StateMachine too.
 //
 // Apply must be deterministic: it may only depend on data, appendedAt (the
 // leader's clock when the entry was appended, identical on every node) and
@@ -19,7 +21,8 @@ import (
 // returned to the proposer too (wrapped in ErrApply) and logged, and every
 // node sees the same error for the same entry. Snapshot must capture a
 // consistent copy under the state machine's own lock; Restore replaces all
-// state with the snapshot.
+// state with the snapshot. A machine registered in a Mux must also accept
+// Restore(nil), meaning "reset to the empty state" (see Mux.Register).
 type StateMachine interface {
 	Apply(data []byte, appendedAt time.Time) ([]byte, error)
 	Snapshot() ([]byte, error)

@@ -1,5 +1,8 @@
 // Package consensus runs the one Raft group of a Levee cluster and replicates
-// a byte-oriented StateMachine (the breaker table) across its nodes.
+// a byte-oriented StateMachine across its nodes. In a Levee node it is a Mux:
+// several deterministic state machines (the breaker table today) share the
+// one log, each entry tagged with its machine's Tag, each snapshot holding
+// every machine's state (mux.go, muxsnapshot.go).
 //
 // It owns the hashicorp/raft instance, its TCP transport, the raft-boltdb log
 // and stable store and the file snapshot store under Config.DataDir. It knows
@@ -15,6 +18,15 @@
 // The proposer gets the StateMachine's result bytes (or its error, wrapped in
 // ErrApply) only after the raft ApplyFuture returns, so nothing is
 // acknowledged before it is committed and applied on the leader.
+//
+// Inside the StateMachine, for a Mux:
+//
+//	fsm.Apply ──> Mux.Apply ── entry[0] is a Tag ──> machine[tag].Apply(entry[1:])
+//	                        └─ high bit set (an untagged entry written before
+//	                           the Mux) ──> legacy machine.Apply(entry)
+//
+// A proposer builds the entry with Mux.Encode(tag, payload); a leader that
+// must look inside a forwarded proposal splits it with Mux.Decode.
 //
 // Membership flow: the glue calls Reconcile with every peer memberlist knows
 // (self included) on each change and periodically. Before the cluster exists,

@@ -25,6 +25,7 @@ import (
 type raftPart struct {
 	n         *Node
 	node      *consensus.Node
+	mux       *consensus.Mux // the state machines node replicates; see stateMachines
 	committed *breaker.Breaker
 	guard     *breaker.Breaker
 	guardView *breaker.Table // the guard's own, never replicated, state
@@ -60,6 +61,31 @@ const proposeTimeout = 2 * time.Second
 // that long to hear from it; the grace covers that wait plus an election.
 const defaultCatchUpGrace = 15 * time.Second
 
+// tagBreaker is the breaker table's tag in the Raft log (consensus.Mux):
+// never renumber it, and give the next state machine (the job queue,
+// purge) a tag of its own here, so this list stays the one place tags are
+// handed out.
+//
+// The breaker is also the Mux's legacy machine: its entries are written
+// untagged (a msgpack map's first byte routes them), and snapshots keep the
+// bare table format while no other machine holds state. A node of the
+// release before the Mux reads only those, so a rolling upgrade from it is
+// safe; it can neither apply a tagged entry nor restore a Mux snapshot, so
+// finish the upgrade before a second machine is used (docs/runbook.md).
+const tagBreaker consensus.Tag = 1
+
+// stateMachines is the Mux of everything the Raft log replicates: today the
+// breaker table, which is also the legacy machine, because data dirs
+// written before the Mux hold its bare commands and bare table snapshots
+// (node/testdata/v1-datadir, node/upgrade_test.go).
+func stateMachines(t *breaker.Table) (*consensus.Mux, error) {
+	mux, err := consensus.NewMux(tagBreaker)
+	if err != nil {
+		return nil, err
+	}
+	return mux, mux.Register(tagBreaker, "breaker", fsmAdapter{t})
+}
+
 // fsmAdapter is the consensus.StateMachine over the breaker table. Apply is
 // deterministic: the command carries the leader-stamped time.
 type fsmAdapter struct{ t *breaker.Table }
@@ -72,13 +98,22 @@ func (f fsmAdapter) Apply(data []byte, _ time.Time) ([]byte, error) {
 	return msgpack.Marshal(&res)
 }
 func (f fsmAdapter) Snapshot() ([]byte, error) { return f.t.Snapshot() }
-func (f fsmAdapter) Restore(b []byte) error    { return f.t.Restore(b) }
+
+// Restore replaces the table; nil (a Mux snapshot without a breaker
+// section) empties it.
+func (f fsmAdapter) Restore(b []byte) error {
+	if len(b) == 0 {
+		f.t.Reset()
+		return nil
+	}
+	return f.t.Restore(b)
+}
 
 // raftProposer implements breaker.Proposer through the Raft log.
 type raftProposer struct{ r *raftPart }
 
 func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.Result, error) {
-	data, err := c.Encode()
+	data, err := p.r.encode(c)
 	if err != nil {
 		return breaker.Result{}, err
 	}
@@ -95,6 +130,15 @@ func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.R
 		return breaker.Result{}, fmt.Errorf("node: undecodable breaker result: %w", err)
 	}
 	return res, nil
+}
+
+// encode is the Raft entry of a breaker command (see tagBreaker).
+func (r *raftPart) encode(c breaker.Command) ([]byte, error) {
+	b, err := c.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return r.mux.Encode(tagBreaker, b)
 }
 
 func newRaftPart(n *Node) (*raftPart, error) {
@@ -124,11 +168,13 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	if n.opts.SnapshotThreshold > 0 {
 		cc.SnapshotThreshold, cc.TrailingLogs, cc.SnapshotInterval = n.opts.SnapshotThreshold, n.opts.SnapshotThreshold, 200*time.Millisecond
 	}
-	node, err := consensus.New(cc, fsmAdapter{n.table})
-	if err != nil {
+	var err error
+	if r.mux, err = stateMachines(n.table); err != nil {
 		return nil, err
 	}
-	r.node = node
+	if r.node, err = consensus.New(cc, r.mux); err != nil {
+		return nil, err
+	}
 	r.committed, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: raftProposer{r}, Reader: n.table, Now: n.opts.Now})
 	if err != nil {
 		return nil, err
@@ -184,15 +230,24 @@ func (r *raftPart) RemoveFromPeer(ctx context.Context, id string) error {
 }
 
 // ApplyFromPeer implements api.RaftApplier on the leader. The leader stamps
-// its own clock into the command, so every breaker timer runs on one clock.
+// its own clock into a breaker command, so every breaker timer runs on one
+// clock. Decode routes a bare command (what this release and the one
+// before the Mux send) or a tagged one to tagBreaker alike. Entries for
+// other machines go to the log as they came.
 func (r *raftPart) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error) {
-	c, err := breaker.DecodeCommand(data)
+	tag, payload, err := r.mux.Decode(data)
 	if err != nil {
 		return nil, err
 	}
-	c.At = r.n.opts.Now().UnixNano()
-	if data, err = c.Encode(); err != nil {
-		return nil, err
+	if tag == tagBreaker {
+		c, err := breaker.DecodeCommand(payload)
+		if err != nil {
+			return nil, err
+		}
+		c.At = r.n.opts.Now().UnixNano()
+		if data, err = r.encode(c); err != nil {
+			return nil, err
+		}
 	}
 	// Followers time the whole forwarded proposal; this is the leader's
 	// share of it (append, replicate to a quorum, apply), which otherwise

@@ -20,5 +20,9 @@ func RecoverRaft(cfg *config.Config, voters []consensus.Peer, log *slog.Logger) 
 	cc := consensusConfig(cfg, log)
 	// Recover opens no listener; the bind address only has to be valid.
 	cc.BindAddr, cc.AdvertiseAddr = "127.0.0.1:0", ""
-	return consensus.Recover(cc, fsmAdapter{breaker.NewTable(nil)}, voters)
+	sm, err := stateMachines(breaker.NewTable(nil))
+	if err != nil {
+		return err
+	}
+	return consensus.Recover(cc, sm, voters)
 }
