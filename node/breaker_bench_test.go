@@ -40,7 +40,7 @@ func benchNodes(b *testing.B, n int, upstream string) []*Node {
 		for _, other := range nodes[:i] {
 			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
 		}
-		nd, err := New(cfg, Options{Fast: true, RaftInMemory: true})
+		nd, err := New(cfg, Options{Timings: fastTimings(), RaftInMemory: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -115,9 +115,9 @@ func settled(c *testCluster, want breaker.State) {
 }
 
 // steadyRaft gives Raft timings that a burst of 1,000 requests under -race
-// on two cores does not turn into elections as easily as Fast's 50 ms.
+// on two cores does not turn into elections as easily as fastTimings' 50 ms.
 func steadyRaft(_ int, o *Options) {
-	o.RaftTimings = &consensus.Timings{HeartbeatTimeout: 250 * time.Millisecond,
+	o.Timings.Raft = consensus.Timings{HeartbeatTimeout: 250 * time.Millisecond,
 		ElectionTimeout: 250 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
 }
 

@@ -110,10 +110,15 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 }
 
 // diskRaft keeps Raft on disk and snapshots every 8 entries; disk syncs
-// under -race need slower timings than Fast's.
+// under -race need slower timings than fastTimings'.
 func diskRaft(_ int, o *Options) {
 	o.RaftInMemory, o.SnapshotThreshold = false, 8
-	o.RaftTimings = &consensus.Timings{HeartbeatTimeout: 500 * time.Millisecond,
+	o.Timings.Raft = diskTimings()
+}
+
+// diskTimings are Raft timings for on-disk logs in tests.
+func diskTimings() consensus.Timings {
+	return consensus.Timings{HeartbeatTimeout: 500 * time.Millisecond,
 		ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/levee/levee/breaker"
-	"github.com/levee/levee/consensus"
 )
 
 // catchupRaft keeps Raft on disk (a restart must find its log) over the
@@ -17,9 +16,8 @@ import (
 func catchupRaft(net inmemNet, grace time.Duration) func(int, *Options) {
 	return func(i int, o *Options) {
 		net.opts(i, o)
-		o.RaftInMemory, o.CatchUpGrace = false, grace
-		o.RaftTimings = &consensus.Timings{HeartbeatTimeout: 500 * time.Millisecond,
-			ElectionTimeout: 500 * time.Millisecond, LeaderLeaseTimeout: 250 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
+		o.RaftInMemory, o.Timings.CatchUpGrace = false, grace
+		o.Timings.Raft = diskTimings()
 	}
 }
 

@@ -78,10 +78,7 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 	}
 	mc.RejoinInterval = cfg.Cluster.RejoinInterval.D()
 	mc.Logger = c.n.log.With("subsystem", "gossip")
-	if c.n.opts.Fast {
-		mc.Timings = testTimings()
-		mc.RejoinInterval = min(mc.RejoinInterval, 500*time.Millisecond)
-	}
+	mc.Timings = c.n.opts.Timings.Gossip
 	ml, err := cluster.NewMembership(mc)
 	if err != nil {
 		return err
@@ -318,14 +315,4 @@ func (c *clusterPart) close(graceful bool) {
 	if c.near != nil {
 		c.near.c.Close()
 	}
-}
-
-// testTimings are fast gossip timings that still survive a loaded 2-core
-// machine under -race: failure detection in about a second, but a probe
-// waits long enough that a busy node is not declared dead.
-func testTimings() cluster.Timings {
-	t := cluster.FastTimings()
-	t.ProbeInterval, t.ProbeTimeout = 400*time.Millisecond, 300*time.Millisecond
-	t.SuspicionMult = 3
-	return t
 }

@@ -69,7 +69,7 @@ func (bc *benchCluster) startNode(cfg *config.Config) {
 	for _, other := range bc.nodes {
 		cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
 	}
-	nd, err := New(cfg, Options{Fast: true, RaftInMemory: true})
+	nd, err := New(cfg, Options{Timings: fastTimings(), RaftInMemory: true})
 	if err != nil {
 		bc.tb.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
@@ -55,7 +57,7 @@ func newTestClusterWith(t *testing.T, n int, nodeOpts func(i int, o *Options), e
 	upSrv := httptest.NewServer(up)
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
-		opts:   Options{Logger: quietLogger(t), Fast: true, RaftInMemory: true},
+		opts:   Options{Logger: quietLogger(t), Timings: fastTimings(), RaftInMemory: true},
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
 	for i := range n {
 		cfg := testConfig(t, upSrv.URL)
@@ -160,6 +162,18 @@ func (c *testCluster) waitConverged() {
 		}
 		return true
 	})
+}
+
+// fastTimings are the node's timings for in-process clusters on 127.0.0.1,
+// shortened the way hashicorp/raft's inmemConfig does, yet slow enough for
+// a loaded 2-core machine under -race: gossip declares a crashed node dead
+// in about a second, a probe waits long enough that a busy node is not.
+func fastTimings() Timings {
+	g := cluster.FastTimings()
+	g.ProbeInterval, g.ProbeTimeout = 400*time.Millisecond, 300*time.Millisecond
+	g.SuspicionMult = 3
+	return Timings{Gossip: g, Raft: consensus.FastTimings(), RaftReconcile: 200 * time.Millisecond,
+		ContactLimit: 500 * time.Millisecond, PublishPoll: 100 * time.Millisecond, Handoff: time.Second}
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -12,13 +12,9 @@ import (
 // Hand-off bounds: the set holds references to bodies the cache may have
 // evicted already, so it is capped in bytes as well as in entries.
 const (
-	handoffMaxEntries = 10_000
-	handoffMaxBytes   = 64 << 20
-	// handoffInterval is how often undelivered entries are pushed again
-	// between membership changes.
-	handoffInterval     = 3 * time.Second
-	handoffFastInterval = time.Second
-	handoffPushTimeout  = 2 * time.Second
+	handoffMaxEntries  = 10_000
+	handoffMaxBytes    = 64 << 20
+	handoffPushTimeout = 2 * time.Second
 	// handoffEntryOverhead approximates an entry's header and bookkeeping.
 	handoffEntryOverhead = 256
 )
@@ -154,14 +150,10 @@ func (c *clusterPart) keepForHandoff(e *peer.Entry) {
 }
 
 // handoffLoop pushes owed entries after every membership change and every
-// handoffInterval.
+// Timings.Handoff.
 func (c *clusterPart) handoffLoop(ctx context.Context) {
 	defer c.wg.Done()
-	every := handoffInterval
-	if c.n.opts.Fast {
-		every = handoffFastInterval
-	}
-	t := time.NewTicker(every)
+	t := time.NewTicker(c.n.opts.Timings.Handoff)
 	defer t.Stop()
 	for {
 		select {

@@ -32,26 +32,18 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock for the cache, breaker and engine. Default time.Now.
 	Now func() time.Time
-	// Fast uses test timings for gossip and Raft (failure detection and
-	// elections in well under a second). Default false: LAN timings.
-	Fast bool
-	// RaftInMemory keeps Raft's log and snapshots in memory (tests; only
-	// with Fast). Default false: node.data_dir.
+	// Timings are the node's failure-detection and spread timings.
+	// Default: DefaultTimings() for every zero field.
+	Timings Timings
+	// RaftInMemory keeps Raft's log and snapshots in memory (tests).
+	// Default false: node.data_dir.
 	RaftInMemory bool
 	// SnapshotThreshold, when > 0, makes Raft snapshot after that many
 	// entries (tests of snapshot and restore). Default 0: consensus's.
 	SnapshotThreshold uint64
-	// RaftTimings, when set, replaces Raft's timeouts (on-disk tests need
-	// slower ones than Fast's under -race). Default nil.
-	RaftTimings *consensus.Timings
 	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
 	// raft.InmemTransport to partition nodes). The caller closes it.
 	RaftTransport raft.Transport
-	// CatchUpGrace bounds how long after Raft starts a node whose breaker
-	// FSM has not caught up holds every route to one local probe at a
-	// time; after it, the local guard decides alone. Measured on Now.
-	// Default (0): 15 s. Negative: no grace.
-	CatchUpGrace time.Duration
 }
 
 // Node is one running Levee node.
@@ -93,6 +85,7 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Timings = opts.Timings.withDefaults()
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New(), left: make(chan struct{})}
 	if cfg.Node.Gossip != "" && cfg.Cluster.Secret == "" {
 		n.log.Warn("cluster.secret is empty: gossip is unencrypted and node-to-node calls are unauthenticated")
@@ -360,26 +353,28 @@ func (n *Node) close(graceful bool) error {
 	return n.closeErr
 }
 
-// announceStop tells the cluster this node is going: its seat is given up
-// only with node.leave_on_terminate; gossip hears a leave; a leader hands
-// leadership over.
+// announceStop tells the cluster this node is going: gossip hears a leave
+// (peers stop routing to it), then a leader hands leadership over, or,
+// with node.leave_on_terminate, the node gives up its Raft seat. The
+// gossip leave comes first so the leader, seeing the node alive, does not
+// add it straight back as a voter.
 func (n *Node) announceStop() {
-	if n.raft != nil && n.cfg.Node.LeaveOnTerminate {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
-		if err := n.raft.node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
-			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
-		}
-		cancel()
-	}
 	if n.cluster != nil {
 		n.cluster.leave()
 	}
-	if n.raft != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		if err := n.raft.node.StepDown(ctx); err != nil {
-			n.log.Warn("raft step down", "err", err)
+	if n.raft == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	defer cancel()
+	if n.cfg.Node.LeaveOnTerminate {
+		if err := n.raft.node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
+			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
 		}
-		cancel()
+		return
+	}
+	if err := n.raft.node.StepDown(ctx); err != nil {
+		n.log.Warn("raft step down", "err", err)
 	}
 }
 

@@ -55,12 +55,6 @@ type raftPart struct {
 // this time falls back to its local guard instead of holding requests.
 const proposeTimeout = 2 * time.Second
 
-// defaultCatchUpGrace is Options.CatchUpGrace's default. A leader retries a
-// follower that was down with a backoff that reaches ~10 s in
-// hashicorp/raft, so a node restarted after a long outage may wait about
-// that long to hear from it; the grace covers that wait plus an election.
-const defaultCatchUpGrace = 15 * time.Second
-
 // tagBreaker is the breaker table's tag in the Raft log (consensus.Mux):
 // never renumber it, and give the next state machine (the job queue,
 // purge) a tag of its own here, so this list stays the one place tags are
@@ -154,14 +148,8 @@ func newRaftPart(n *Node) (*raftPart, error) {
 		default: // a nudge is already pending
 		}
 	}
-	if n.opts.Fast {
-		cc.Timings = consensus.FastTimings()
-		cc.ReconcileInterval = 200 * time.Millisecond
-		cc.InMemory = n.opts.RaftInMemory
-	}
-	if n.opts.RaftTimings != nil {
-		cc.Timings = *n.opts.RaftTimings
-	}
+	cc.Timings, cc.ReconcileInterval = n.opts.Timings.Raft, n.opts.Timings.RaftReconcile
+	cc.InMemory = n.opts.RaftInMemory
 	if n.opts.RaftTransport != nil {
 		cc.Transport = n.opts.RaftTransport
 	}
@@ -309,10 +297,7 @@ func (r *raftPart) stopPublishing() {
 // holds, then sets the gossip flag once: Raft state is never lost while
 // the node runs.
 func (r *raftPart) publishState(ctx context.Context, ml *cluster.Membership) {
-	poll := time.Second
-	if r.n.opts.Fast {
-		poll = 100 * time.Millisecond
-	}
+	poll := r.n.opts.Timings.PublishPoll
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for !r.node.HasState() {
@@ -355,14 +340,7 @@ func (r *raftPart) healthy() bool {
 	if info.State == "Leader" {
 		return true
 	}
-	return info.LastContact < r.contactLimit()
-}
-
-func (r *raftPart) contactLimit() time.Duration {
-	if r.n.opts.Fast {
-		return 500 * time.Millisecond
-	}
-	return 3 * time.Second
+	return info.LastContact < r.n.opts.Timings.ContactLimit
 }
 
 // start starts Raft and opens the catch-up grace.
@@ -407,11 +385,7 @@ func (r *raftPart) inGrace() bool {
 	if started == 0 {
 		return true
 	}
-	grace := r.n.opts.CatchUpGrace
-	if grace == 0 {
-		grace = defaultCatchUpGrace
-	}
-	return r.n.opts.Now().Sub(time.Unix(0, started)) < grace
+	return r.n.opts.Now().Sub(time.Unix(0, started)) < r.n.opts.Timings.CatchUpGrace
 }
 
 // gate is proxy.Gate over the committed breaker and the local guard.

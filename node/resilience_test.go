@@ -179,7 +179,7 @@ func TestClusterWrongSecret(t *testing.T) {
 	for _, i := range c.running() {
 		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.GossipAddr())
 	}
-	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Fast: true})
+	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Timings: fastTimings()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,14 @@ import (
 // stop keeps the seat; see consensus/seat.go for why.
 type seats struct{ n *Node }
 
-// Leave gives up this node's seat, then signals Left so the process stops.
+// Leave leaves gossip (peers stop routing here and the leader, no longer
+// seeing it alive, will not add it back), gives up this node's seat, then
+// signals Left so the process stops. If the removal fails the node stays
+// out of gossip but keeps serving; calling Leave again retries it.
 func (s seats) Leave(ctx context.Context) error {
+	if s.n.cluster != nil {
+		s.n.cluster.leave()
+	}
 	if err := s.n.raft.node.RemoveServer(ctx, s.n.cfg.Node.Name); err != nil {
 		return seatError(err)
 	}
