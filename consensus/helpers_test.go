@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/levee/levee/internal/testutil"
 	"log/slog"
 	"maps"
 	"os"
@@ -97,40 +98,12 @@ func (s *testSM) snapshot(t *testing.T) string {
 
 // testLogger routes logs to t.Log and drops them once the test is over
 // (raft's transport goroutines may log while shutting down).
-func testLogger(t *testing.T) *slog.Logger {
-	t.Helper()
-	w := &tWriter{t: t}
-	t.Cleanup(w.stop) // registered first, so it runs after every node is closed
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
+func testLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
 
-type tWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *tWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *tWriter) stop() { w.mu.Lock(); w.done = true; w.mu.Unlock() }
-
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.WaitFor(t, timeout, what, cond)
 }
 
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
