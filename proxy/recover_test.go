@@ -49,6 +49,21 @@ func withRecover(t *testing.T, rg *rig, fn func(context.Context, string, string,
 	rg.engine = eng
 }
 
+// withOwnership swaps the rig's engine for one with Config.Recover set and
+// Config.Owns answering owns for every key.
+func withOwnership(t *testing.T, rg *rig, fn func(context.Context, string, string, http.Header) (*store.Entry, bool), owns bool) {
+	t.Helper()
+	cfg := rg.engine.cfg
+	cfg.Recover = fn
+	cfg.Owns = func(string) bool { return owns }
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	rg.engine = eng
+}
+
 // replicaEntry is a copy another node stored an hour ago, still inside its
 // two-hour stale-if-error window unless errorFor says otherwise.
 func replicaEntry(errorFor time.Duration, kv ...string) *store.Entry {
@@ -210,15 +225,7 @@ func TestNonOwnerPrefersNewerReplicaCopy(t *testing.T) {
 				time.Sleep(31 * time.Second) // expired, inside stale-if-error
 				fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
 					time.Now().Add(-31*time.Second+tc.replicaAt), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
-				cfg := rg.engine.cfg
-				cfg.Recover = fr.recover
-				cfg.Owns = func(string) bool { return tc.owns }
-				eng, err := New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(eng.Close)
-				rg.engine = eng
+				withOwnership(t, rg, fr.recover, tc.owns)
 				rg.up.set(reply(503, "down"))
 				resp := rg.serve(t, get("s/1"))
 				if resp.Result != tc.want || string(resp.Body) != tc.wantBody {
@@ -255,15 +262,7 @@ func TestNonOwnerAsksReplicasBeforeTheUpstream(t *testing.T) {
 				rg.up.set(reply(200, "hello"))
 				fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
 					time.Now().Add(-tc.age), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
-				cfg := rg.engine.cfg
-				cfg.Recover = fr.recover
-				cfg.Owns = func(string) bool { return tc.owns }
-				eng, err := New(cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(eng.Close)
-				rg.engine = eng
+				withOwnership(t, rg, fr.recover, tc.owns)
 				resp := rg.serve(t, get("s/1"))
 				if string(resp.Body) != tc.wantBody || rg.calls() != tc.wantCalls {
 					t.Fatalf("got %s %q after %d upstream calls, want %q after %d", resp.Result, resp.Body, rg.calls(), tc.wantBody, tc.wantCalls)
