@@ -25,19 +25,7 @@ const (
 // runCluster is one full run: setup, workload + samplers + nemesis, final
 // heal, quiet period, stop, save, check, report, teardown.
 func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logger) int {
-	kinds, err := nemesis.ParseKinds(o.nemesis, o.nodes)
-	if err != nil {
-		log.Error("nemesis", "err", err)
-		return exitHarness
-	}
-	ensure, err := nemesis.ParseKinds(o.ensure, o.nodes)
-	if err != nil {
-		log.Error("ensure", "err", err)
-		return exitHarness
-	}
-	scfg := nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed)
-	scfg.Nodes, scfg.Ensure = o.nodes, ensure
-	windows, err := nemesis.Schedule(scfg)
+	windows, err := plan(o)
 	if err != nil {
 		log.Error("schedule", "err", err)
 		return exitHarness
@@ -53,14 +41,7 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		return exitHarness
 	}
 	defer teardown(b, log)
-	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	err = b.Setup(sctx)
-	cancel()
-	if err != nil {
-		log.Error("setup", "err", err)
-		return exitHarness
-	}
-	if err := waitConverged(ctx, b.Nodes()); err != nil {
+	if err := setup(ctx, b); err != nil {
 		log.Error("setup", "err", err)
 		return exitHarness
 	}
@@ -78,6 +59,33 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		return exitHarness
 	}
 	return verdict(h, o.out, stdout, log)
+}
+
+// plan parses the nemesis kinds to draw from and to ensure, and draws the
+// seeded schedule.
+func plan(o options) ([]nemesis.Window, error) {
+	kinds, err := nemesis.ParseKinds(o.nemesis, o.nodes)
+	if err != nil {
+		return nil, fmt.Errorf("-nemesis: %w", err)
+	}
+	ensure, err := nemesis.ParseKinds(o.ensure, o.nodes)
+	if err != nil {
+		return nil, fmt.Errorf("-ensure: %w", err)
+	}
+	scfg := nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed)
+	scfg.Nodes, scfg.Ensure = o.nodes, ensure
+	return nemesis.Schedule(scfg)
+}
+
+// setup starts the cluster within setupTimeout and waits for it to converge.
+func setup(ctx context.Context, b backend.Backend) error {
+	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	err := b.Setup(sctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	return waitConverged(ctx, b.Nodes())
 }
 
 func printSchedule(w io.Writer, windows []nemesis.Window) {
