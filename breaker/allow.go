@@ -38,6 +38,16 @@ func (b *Breaker) Allow(ctx context.Context, route string, s Settings) (Ticket, 
 	return b.acquire(ctx, route, s, v)
 }
 
+// AllowCall is Allow with the ticket bound into the DoneFunc it returns:
+// the shape of proxy.Gate, so one Breaker alone can gate a proxy.
+func (b *Breaker) AllowCall(ctx context.Context, route string, s Settings) (DoneFunc, error) {
+	t, err := b.Allow(ctx, route, s)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, failed bool) error { return b.Done(ctx, t, failed) }, nil
+}
+
 // acquire proposes OpProbeAcquire, at most one in flight per route.
 func (b *Breaker) acquire(ctx context.Context, route string, s Settings, v View) (Ticket, error) {
 	if !b.startAcquire(route) {

@@ -28,6 +28,22 @@
 //	                     refused ─► *OpenError
 //	Done(failed or slower than SlowCall) while closed ─► propose OpFailure
 //
+// On a node of a cluster, Replicated is the gate in front of both: the
+// committed Breaker decides while the node can commit and its table is
+// current; otherwise a local guard Breaker over a Table of its own (never
+// replicated) decides over this node's calls, with the last committed open
+// state kept in force, and a restarted node that has not caught up gets
+// one local probe per route per open period for CatchUpGrace:
+//
+//	Allow ── Healthy and CaughtUp ─► committed Allow, the guard fed too
+//	      │      (a failed proposal falls to the guard, below)
+//	      ── !CaughtUp, Restarted, in grace ─► catch-up slot for the route?
+//	      │      taken in this OpenFor ─► *OpenError
+//	      ▼
+//	last committed open, forced or half-open with a live lease ─► *OpenError
+//	else the guard decides, opened first when the committed state is not
+//	closed (or while catching up), so it grants one probe at a time
+//
 // The half-open probe is a lease: the table grants it to exactly one node
 // for ProbeLease, so a probe lost with its node is granted again once the
 // lease ends, and everyone else fails fast until a result is applied.

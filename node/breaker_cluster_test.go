@@ -10,7 +10,6 @@ import (
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
-	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/metrics"
 )
@@ -114,13 +113,6 @@ func settled(c *testCluster, want breaker.State) {
 	})
 }
 
-// steadyRaft gives Raft timings that a burst of 1,000 requests under -race
-// on two cores does not turn into elections as easily as fastTimings' 50 ms.
-func steadyRaft(_ int, o *Options) {
-	o.Timings.Raft = consensus.Timings{HeartbeatTimeout: 250 * time.Millisecond,
-		ElectionTimeout: 250 * time.Millisecond, LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
-}
-
 // TestTripOpensEveryNodeWithOneProbePerPeriod: failures seen by one node open the
 // breaker on every node; nobody calls the upstream while it is open; 1,000
 // concurrent callers on distinct cold keys across nodes get exactly one
@@ -128,7 +120,7 @@ func steadyRaft(_ int, o *Options) {
 // successful one closes everywhere.
 func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 	const openFor = 2 * time.Second
-	c := newTestClusterWith(t, 3, steadyRaft, breakerEdit(openFor, 1))
+	c := newTestCluster(t, 3, breakerEdit(openFor, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)
@@ -171,7 +163,7 @@ func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 // TestOpenBreakerSurvivesLeaderDeath: the committed open state survives the
 // leader's death, a new leader takes over and still grants one probe.
 func TestOpenBreakerSurvivesLeaderDeath(t *testing.T) {
-	c := newTestClusterWith(t, 3, steadyRaft, breakerEdit(2*time.Second, 1))
+	c := newTestCluster(t, 3, breakerEdit(2*time.Second, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
 	waitAllState(c, breaker.Open)

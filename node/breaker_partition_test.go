@@ -76,7 +76,7 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 	major := (k + 1) % 3
 	// A follower learns the commit index a moment after it learns the
 	// leader; cut off before that, it would hold every route to one probe
-	// (catching up, see raftPart.authority) instead of its guard alone.
+	// (catching up, see breaker.Replicated.authority) instead of its guard alone.
 	c.waitFor(10*time.Second, "the node to catch up", c.nodes[k].raft.node.CaughtUp)
 	net.isolate(k)
 	c.waitFor(10*time.Second, "the isolated node to lose its quorum", func() bool {

@@ -166,14 +166,24 @@ func (c *testCluster) waitConverged() {
 
 // fastTimings are the node's timings for in-process clusters on 127.0.0.1,
 // shortened the way hashicorp/raft's inmemConfig does, yet slow enough for
-// a loaded 2-core machine under -race: gossip declares a crashed node dead
+// a loaded 2-core machine under -race (see steadyTimings): gossip declares a crashed node dead
 // in about a second, a probe waits long enough that a busy node is not.
 func fastTimings() Timings {
 	g := cluster.FastTimings()
 	g.ProbeInterval, g.ProbeTimeout = 400*time.Millisecond, 300*time.Millisecond
 	g.SuspicionMult = 3
-	return Timings{Gossip: g, Raft: consensus.FastTimings(), RaftReconcile: 200 * time.Millisecond,
-		ContactLimit: 500 * time.Millisecond, PublishPoll: 100 * time.Millisecond, Handoff: time.Second}
+	return Timings{Gossip: g, Raft: steadyTimings(), RaftReconcile: 200 * time.Millisecond,
+		ContactLimit: 750 * time.Millisecond, PublishPoll: 100 * time.Millisecond, Handoff: time.Second}
+}
+
+// steadyTimings are Raft timings for in-memory logs that a burst of 1,000
+// requests under -race on a loaded 2-core box does not turn into elections:
+// hashicorp/raft's own 50 ms (consensus.FastTimings) let a leader step down
+// ("failed to contact quorum") mid-test whenever a second test run shared
+// the machine.
+func steadyTimings() consensus.Timings {
+	return consensus.Timings{HeartbeatTimeout: 250 * time.Millisecond, ElectionTimeout: 250 * time.Millisecond,
+		LeaderLeaseTimeout: 200 * time.Millisecond, CommitTimeout: 5 * time.Millisecond}
 }
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -7,7 +7,7 @@ import (
 )
 
 // doneFunc reports a logical call's outcome to the breaker that allowed it.
-type doneFunc = func(ctx context.Context, failed bool) error
+type doneFunc = breaker.DoneFunc
 
 // gateFunc adapts a function to proxy.Gate.
 type gateFunc func(ctx context.Context, route string, s breaker.Settings) (doneFunc, error)
@@ -16,19 +16,5 @@ func (g gateFunc) Allow(ctx context.Context, route string, s breaker.Settings) (
 	return g(ctx, route, s)
 }
 
-// allowOf asks one breaker and turns its ticket into the done callback
-// proxy.Gate hands back.
-func allowOf(ctx context.Context, b *breaker.Breaker, route string, s breaker.Settings) (doneFunc, error) {
-	t, err := b.Allow(ctx, route, s)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, failed bool) error { return b.Done(ctx, t, failed) }, nil
-}
-
 // breakerGate is the single-node gate: one local breaker.
-func breakerGate(b *breaker.Breaker) gateFunc {
-	return func(ctx context.Context, route string, s breaker.Settings) (doneFunc, error) {
-		return allowOf(ctx, b, route, s)
-	}
-}
+func breakerGate(b *breaker.Breaker) gateFunc { return b.AllowCall }

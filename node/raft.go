@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -19,30 +18,18 @@ import (
 )
 
 // raftPart replicates the breaker table through Raft: the committed
-// breaker reads the FSM's table and proposes through the log, and a local
-// guard breaker watches this node's own calls for when no quorum is
-// reachable.
+// breaker reads the FSM's table and proposes through the log, and
+// breaker.Replicated decides, from this part's view of Raft, whether it or
+// a local guard answers a call.
 type raftPart struct {
 	n         *Node
 	node      *consensus.Node
-	mux       *consensus.Mux // the state machines node replicates; see stateMachines
-	committed *breaker.Breaker
-	guard     *breaker.Breaker
-	guardView *breaker.Table // the guard's own, never replicated, state
-
-	// guardMu makes "open the guard if it must be, then ask it" one step,
-	// so no caller slips a closed-guard ticket in between another caller's
-	// check and its adoption of the open state.
-	guardMu sync.Mutex
-	// started is when Raft started (UnixNano on the node's clock); 0
-	// before, which counts as inside the catch-up grace.
-	started atomic.Int64
+	mux       *consensus.Mux      // the state machines node replicates; see stateMachines
+	breaker   *breaker.Replicated // which breaker answers a call; see gate
+	guardView breaker.Reader      // the local guard's own, never replicated, state
 
 	mu       sync.Mutex
 	deadSeen map[string]time.Time // when a member was first seen dead or left
-
-	catchUpMu   sync.Mutex
-	catchUpLast map[string]time.Time // last local probe per route while catching up
 
 	// formed is nudged on every leader change: the moment this node is most
 	// likely to have just gained Raft state worth gossiping.
@@ -163,14 +150,27 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	if r.node, err = consensus.New(cc, r.mux); err != nil {
 		return nil, err
 	}
-	r.committed, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: raftProposer{r}, Reader: n.table, Now: n.opts.Now})
+	if r.breaker, err = r.newReplicated(); err != nil {
+		return nil, err
+	}
+	r.guardView = r.breaker.Guard()
+	return r, nil
+}
+
+// newReplicated builds the gate from the committed breaker and this
+// part's view of Raft.
+func (r *raftPart) newReplicated() (*breaker.Replicated, error) {
+	name := r.n.cfg.Node.Name
+	committed, err := breaker.New(breaker.Config{Node: name, Proposer: raftProposer{r}, Reader: r.n.table, Now: r.n.opts.Now})
 	if err != nil {
 		return nil, err
 	}
-	r.guardView = breaker.NewTable(nil)
-	guardLocal := breaker.NewLocal(r.guardView)
-	r.guard, err = breaker.New(breaker.Config{Node: cfg.Node.Name, Proposer: guardLocal, Reader: guardLocal, Now: n.opts.Now})
-	return r, err
+	return breaker.NewReplicated(breaker.ReplicatedConfig{
+		Node: name, Committed: committed,
+		Healthy: r.healthy, CaughtUp: r.node.CaughtUp, Restarted: r.node.Restarted,
+		CatchUpGrace: r.n.opts.Timings.CatchUpGrace, Now: r.n.opts.Now,
+		Logger: r.n.log.With("subsystem", "breaker"),
+	})
 }
 
 // consensusConfig is the part of consensus.Config that comes from the
@@ -343,160 +343,15 @@ func (r *raftPart) healthy() bool {
 	return info.LastContact < r.n.opts.Timings.ContactLimit
 }
 
-// start starts Raft and opens the catch-up grace.
+// start starts Raft and opens the breaker's catch-up grace.
 func (r *raftPart) start(ctx context.Context) error {
-	r.started.Store(r.n.opts.Now().UnixNano())
+	r.breaker.Start()
 	return r.node.Start(ctx)
 }
 
-// authority is who decides a call: the committed breaker, the local guard
-// alone, or the guard held to one probe at a time while catching up.
-type authority int
-
-const (
-	byCommitted authority = iota
-	byGuard
-	byGuardCatchingUp
-)
-
-// authority picks the decider for the next call. The committed table is
-// authoritative only once the FSM has caught up since start (see
-// consensus.Node.CaughtUp): before that, a restarted node's table may show
-// closed at applied index 0 while the cluster holds the route open. For
-// the grace after start such a node treats every route as committed open
-// (one local probe at a time); after it, the guard decides alone, as it
-// does on a node without a quorum, so a node that never reaches a leader
-// is not held to one call at a time forever.
-func (r *raftPart) authority() authority {
-	switch {
-	case r.node.CaughtUp():
-		if r.healthy() {
-			return byCommitted
-		}
-		return byGuard
-	case r.inGrace():
-		return byGuardCatchingUp
-	}
-	return byGuard
-}
-
-func (r *raftPart) inGrace() bool {
-	started := r.started.Load()
-	if started == 0 {
-		return true
-	}
-	return r.n.opts.Now().Sub(time.Unix(0, started)) < r.n.opts.Timings.CatchUpGrace
-}
-
-// gate is proxy.Gate over the committed breaker and the local guard.
-//
-// With a quorum and a caught-up FSM, the committed (Raft) state decides,
-// and outcomes also feed the guard so it has history when a partition
-// starts. Without a quorum, the node keeps its last committed state (open
-// stays open) and its guard breaker decides over its own calls, so a
-// minority side still stops hammering a dead upstream; on heal the
-// committed state wins again. While catching up after start, the guard
-// acts as if every route were committed open (see authority).
-func (r *raftPart) gate() gateFunc {
-	return func(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
-		adopt := r.adoptCommittedOpen
-		switch r.authority() {
-		case byCommitted:
-			done, err := r.allowCommitted(ctx, route, s)
-			if err == nil || errors.Is(err, breaker.ErrOpen) {
-				return done, err
-			}
-			r.n.log.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
-		case byGuardCatchingUp:
-			// A restarted node's table may be stale: at most one local
-			// probe per route per open period, so it adds at most one call
-			// to the cluster's one probe while it cannot know the state. A
-			// fresh node joining has no stale state to distrust: its guard
-			// decides, as on a node without quorum, and it keeps serving.
-			if r.node.Restarted() {
-				if err := r.catchUpProbe(route, s.OpenFor); err != nil {
-					return nil, err
-				}
-				adopt = r.openGuard
-			}
-			fallthrough
-		default:
-			if err := r.lastCommittedRefuses(route); err != nil {
-				return nil, err
-			}
-		}
-		return r.allowGuard(ctx, route, s, adopt)
-	}
-}
-
-// allowCommitted asks the committed breaker and feeds the guard too.
-func (r *raftPart) allowCommitted(ctx context.Context, route string, s breaker.Settings) (func(context.Context, bool) error, error) {
-	committed, err := allowOf(ctx, r.committed, route, s)
-	if err != nil {
-		return nil, err
-	}
-	// The guard watches this node's calls too, so it has history when a
-	// partition starts; its own verdict does not matter here.
-	guard, gerr := allowOf(ctx, r.guard, route, s)
-	return func(ctx context.Context, failed bool) error {
-		if gerr == nil {
-			guard(ctx, failed)
-		}
-		return committed(ctx, failed)
-	}, nil
-}
-
-// allowGuard lets the guard decide alone, after adopt has opened it where
-// the committed state (or its absence) says it must be.
-func (r *raftPart) allowGuard(ctx context.Context, route string, s breaker.Settings, adopt func(string)) (func(context.Context, bool) error, error) {
-	r.guardMu.Lock()
-	defer r.guardMu.Unlock()
-	adopt(route)
-	return allowOf(ctx, r.guard, route, s)
-}
-
-// adoptCommittedOpen opens a closed guard when the last committed state of
-// route is open or half-open, with its open period already over. Without
-// it, a node that cannot commit a probe grant (no quorum, or an election
-// under load) would let every caller through its closed guard at once;
-// with it, the guard grants one local probe at a time and the rest fail
-// fast, as the committed breaker would.
-func (r *raftPart) adoptCommittedOpen(route string) {
-	if r.n.table.View(route).State != breaker.Closed {
-		r.openGuard(route)
-	}
-}
-
-// openGuard opens route's guard, if closed, with its open period already
-// over: the next call becomes its one probe. A probe that succeeds closes
-// the guard until the next call opens it again, so calls go one at a time;
-// one that fails re-opens it for the route's open period.
-func (r *raftPart) openGuard(route string) {
-	if r.guardView.View(route).State != breaker.Closed {
-		return
-	}
-	_, err := r.guardView.Apply(breaker.Command{
-		V: breaker.CommandVersion, Op: breaker.OpFailure, Route: route, Node: r.n.cfg.Node.Name,
-		At: r.n.opts.Now().UnixNano(), Failures: 1, MinNodes: 1, Window: 1, OpenFor: 1,
-	})
-	if err != nil {
-		r.n.log.Warn("local guard could not adopt an open state", "route", route, "err", err)
-	}
-}
-
-// lastCommittedRefuses keeps a committed open (or forced) state in force
-// while this node cannot reach a quorum.
-func (r *raftPart) lastCommittedRefuses(route string) error {
-	v := r.n.table.View(route)
-	now := r.n.opts.Now()
-	switch {
-	case v.Forced, v.State == breaker.Open && now.Before(v.OpenUntil):
-		return &breaker.OpenError{Route: route, State: v.State, RetryAfter: max(time.Second, v.OpenUntil.Sub(now))}
-	case v.State == breaker.HalfOpen && now.Before(v.ProbeUntil):
-		return &breaker.OpenError{Route: route, State: v.State, RetryAfter: max(time.Second, v.ProbeUntil.Sub(now))}
-	}
-	return nil
-}
+// gate is proxy.Gate over the committed breaker and the local guard
+// (breaker.Replicated.Allow).
+func (r *raftPart) gate() gateFunc { return r.breaker.Allow }
 
 // RaftStatus is the Raft part of /-/cluster.
 type RaftStatus struct {
@@ -521,20 +376,4 @@ func (r *raftPart) status() RaftStatus {
 	return RaftStatus{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
 		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
 		Healthy: r.healthy(), CaughtUp: r.node.CaughtUp(), Problem: r.node.Problem()}
-}
-
-// catchUpProbe lets one call per route through every openFor while the
-// node is catching up, refusing the rest like an open breaker.
-func (r *raftPart) catchUpProbe(route string, openFor time.Duration) error {
-	now := r.n.opts.Now()
-	r.catchUpMu.Lock()
-	defer r.catchUpMu.Unlock()
-	if last, ok := r.catchUpLast[route]; ok && now.Sub(last) < openFor {
-		return &breaker.OpenError{Route: route, State: breaker.Open, RetryAfter: max(time.Second, openFor-now.Sub(last))}
-	}
-	if r.catchUpLast == nil {
-		r.catchUpLast = map[string]time.Time{}
-	}
-	r.catchUpLast[route] = now
-	return nil
 }
