@@ -11,16 +11,15 @@ import (
 	"github.com/levee/levee/proxy"
 )
 
-// ReplicaSink stores entries pushed by their owners.
-type ReplicaSink interface {
-	PutReplica(e *peer.Entry) error
-}
-
-// ReplicaSource answers an owner's lookup of a key it has no usable entry
-// for: the entry this node holds for primary key pkey and request headers h
-// (Vary followed), or false.
-type ReplicaSource interface {
-	LookupReplica(pkey string, h http.Header) (*peer.Entry, bool)
+// PeerEndpoint is a node-to-node message another package serves (replica's
+// replicate and lookup). api authenticates the caller and reads the bounded
+// body; Serve decodes it, acts, and returns the encoded msgpack reply (nil:
+// an empty 200). An error refuses the message: 400, ErrBadPeerFrame.
+type PeerEndpoint struct {
+	// Path is the message's path, one of peer's Path constants.
+	Path string
+	// Serve handles one authenticated message body.
+	Serve func(ctx context.Context, body []byte) (reply []byte, err error)
 }
 
 // RaftApplier applies a breaker command a follower handed to this node, the
@@ -39,35 +38,25 @@ type RaftRemover interface {
 type PeerConfig struct {
 	// Token is peer.Token(cluster.secret); "" accepts every caller.
 	Token string
-	// Replicas receives pushed entries. Default nil: 404.
-	Replicas ReplicaSink
+	// Endpoints are the messages other packages serve. Default nil: only
+	// forward (and Raft, when set) are mounted; other paths answer 404.
+	Endpoints []PeerEndpoint
 	// Raft applies forwarded breaker commands. Default nil: 404.
 	Raft RaftApplier
 	// RaftRemove runs forwarded Raft removals. Default nil: 404.
 	RaftRemove RaftRemover
-	// Lookups answers owners' replica lookups. Default nil: 404.
-	Lookups ReplicaSource
 }
 
 // EnablePeers registers the node-to-node endpoints. Call before serving.
 func (s *Server) EnablePeers(pc PeerConfig) {
 	s.admin.Handle("POST "+peer.PathForward, s.peerOnly(pc.Token, s.serveForward))
-	if pc.Replicas != nil {
-		s.admin.Handle("POST "+peer.PathReplicate, s.peerOnly(pc.Token, func(w http.ResponseWriter, _ *http.Request, b []byte) error {
-			var e peer.Entry
-			if err := peer.Decode(b, &e); err != nil {
+	for _, ep := range pc.Endpoints {
+		s.admin.Handle("POST "+ep.Path, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+			reply, err := ep.Serve(r.Context(), b)
+			if err != nil {
 				return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 			}
-			if err := pc.Replicas.PutReplica(&e); err != nil {
-				return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
-			}
-			w.WriteHeader(http.StatusOK)
-			return nil
-		}))
-	}
-	if pc.Lookups != nil {
-		s.admin.Handle("POST "+peer.PathLookup, s.peerOnly(pc.Token, func(w http.ResponseWriter, _ *http.Request, b []byte) error {
-			return serveLookup(w, b, pc.Lookups)
+			return writeReply(w, reply)
 		}))
 	}
 	if pc.RaftRemove != nil {
@@ -130,20 +119,6 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 	return writeMsgpack(w, out)
 }
 
-func serveLookup(w http.ResponseWriter, b []byte, src ReplicaSource) error {
-	var lr peer.LookupRequest
-	if err := peer.Decode(b, &lr); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
-	}
-	out := &peer.LookupResponse{V: peer.Version}
-	// A Vary marker is not an answer (the source follows it); never send one.
-	if e, ok := src.LookupReplica(lr.Key, cleanHeader(http.Header(lr.Header), true)); ok && e != nil && e.Status != 0 {
-		e.V = peer.Version
-		out.Found, out.Entry = true, e
-	}
-	return writeMsgpack(w, out)
-}
-
 func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte, ra RaftApplier) error {
 	var m peer.RaftApply
 	if err := peer.Decode(b, &m); err != nil {
@@ -175,21 +150,15 @@ func writeMsgpack(w http.ResponseWriter, v any) error {
 	if err != nil {
 		return errors.Join(ErrBadPeerFrame, err)
 	}
-	w.Header().Set("Content-Type", peer.ContentType)
+	return writeReply(w, b)
+}
+
+// writeReply writes an encoded reply; nil is an empty 200.
+func writeReply(w http.ResponseWriter, b []byte) error {
+	if b != nil {
+		w.Header().Set("Content-Type", peer.ContentType)
+	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 	return nil
-}
-
-// ForwardRequestOf turns a parsed request into its wire form.
-func ForwardRequestOf(r *proxy.Request) *peer.ForwardRequest {
-	return &peer.ForwardRequest{Route: r.Route, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery,
-		Header: r.Header, Body: r.Body}
-}
-
-// ResponseOf turns an owner's wire answer back into a proxy.Response.
-func ResponseOf(fr *peer.ForwardResponse) *proxy.Response {
-	return &proxy.Response{Status: fr.Status, Header: http.Header(fr.Header), Body: fr.Body,
-		Result: proxy.Result(fr.Result), Age: durationNS(fr.Age), FreshFor: durationNS(fr.FreshFor),
-		Detail: fr.Detail, Attempts: fr.Attempts}
 }

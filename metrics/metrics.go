@@ -141,3 +141,16 @@ func Counter(c *prometheus.CounterVec, labels ...string) float64 {
 	}
 	return testValue(m)
 }
+
+// ReplicationEvent implements replica.Observer.
+func (m *Metrics) ReplicationEvent(direction, outcome string, n int) {
+	m.Replicated.WithLabelValues(direction, outcome).Add(float64(n))
+}
+
+// NearCacheLookup implements replica.Observer.
+func (m *Metrics) NearCacheLookup(result string) { m.NearCache.WithLabelValues(result).Inc() }
+
+// ForwardOutcome implements replica.Observer.
+func (m *Metrics) ForwardOutcome(owner, outcome string) {
+	m.Forwarded.WithLabelValues(owner, outcome).Inc()
+}

@@ -10,43 +10,29 @@ import (
 	"sync"
 	"time"
 
-	"github.com/levee/levee/api"
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/peer"
-	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/replica"
 	"github.com/levee/levee/ring"
-	"github.com/levee/levee/store"
 )
 
 // clusterPart is everything a node runs only in a cluster: membership,
-// the ring fed from it, forwarding to owners, replication to replicas and
-// the near cache. It implements api.Peers, api.ReplicaSink and
-// api.ReplicaSource.
+// the ring fed from it, and the replica.Replicator it wires to both. Its
+// watch loop is the one consumer of membership events: member table →
+// ring → replication → Raft voter reconciliation.
 type clusterPart struct {
 	n       *Node
 	ml      *cluster.Membership
 	leaveIn time.Duration // the gossip timings' LeaveTimeout
 	ring    *ring.Ring
-	client  *peer.Client
-	near    *nearCache // nil when disabled
-	repl    chan replJob
-	handoff *handoff
+	client  *peer.Client // shared by replication and Raft forwarding
+	rep     *replica.Replicator
 
 	mu      sync.RWMutex
 	members map[string]cluster.Member // last known, including dead ones
 
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
+	wg sync.WaitGroup
 }
-
-type replJob struct {
-	addr  string
-	entry *peer.Entry
-}
-
-// replQueue bounds the replication backlog; a full queue drops the push (a
-// replica is an optimisation for failover, never required for correctness).
-const replQueue = 4096
 
 func newClusterPart(n *Node) (*clusterPart, error) {
 	cfg := n.cfg
@@ -54,14 +40,16 @@ func newClusterPart(n *Node) (*clusterPart, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterPart{n: n, ring: rg, members: map[string]cluster.Member{}, repl: make(chan replJob, replQueue), handoff: newHandoff(),
+	c := &clusterPart{n: n, ring: rg, members: map[string]cluster.Member{},
 		client: peer.NewClient(peer.ClientConfig{Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D()})}
-	if mb := cfg.Cluster.NearCache.MaxBytes.Int64(); mb > 0 {
-		nc, err := store.New(store.Config{MaxBytes: mb, Now: n.opts.Now})
-		if err != nil {
-			return nil, err
-		}
-		c.near = &nearCache{c: nc, ttl: cfg.Cluster.NearCache.TTL.D(), now: n.opts.Now}
+	rc := replica.DefaultConfig()
+	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication
+	rc.NearCacheBytes, rc.NearCacheTTL = cfg.Cluster.NearCache.MaxBytes.Int64(), cfg.Cluster.NearCache.TTL.D()
+	rc.HandoffInterval = n.opts.Timings.Handoff
+	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{c}, c.client
+	rc.Observer, rc.Logger, rc.Now = n.metrics, n.log.With("subsystem", "replica"), n.opts.Now
+	if c.rep, err = replica.New(rc); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -92,13 +80,9 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 	if err := ml.Start(ctx); err != nil {
 		return fmt.Errorf("node: gossip on node.gossip %s: %w", cfg.Node.Gossip, err)
 	}
-	loopCtx, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
-	c.wg.Add(4)
+	c.rep.Start()
+	c.wg.Add(1)
 	go c.watch()
-	go c.replicate(loopCtx)
-	go c.replicate(loopCtx)
-	go c.handoffLoop(loopCtx)
 	return nil
 }
 
@@ -115,7 +99,8 @@ func advertised(host, bound string) string {
 }
 
 // watch turns membership events into ring changes (the ring never sees
-// memberlist) and lets Raft reconcile its voters.
+// memberlist), tells replication of members coming up, and lets Raft
+// reconcile its voters.
 func (c *clusterPart) watch() {
 	defer c.wg.Done()
 	for ev := range c.ml.Events() {
@@ -128,10 +113,7 @@ func (c *clusterPart) watch() {
 				if err := c.ring.Add(ev.Member.Name); err != nil {
 					c.n.log.Error("ring add", "member", ev.Member.Name, "err", err)
 				}
-				// It may be back from a crash or a partition, empty or
-				// behind: whatever it should hold is owed to it again.
-				c.handoff.forget(ev.Member.Name)
-				c.handoff.poke()
+				c.rep.MemberUp(ev.Member.Name)
 			}
 		case cluster.EventLeave, cluster.EventFail:
 			c.ring.Remove(ev.Member.Name)
@@ -150,105 +132,25 @@ func (c *clusterPart) member(name string) (cluster.Member, bool) {
 	return m, ok
 }
 
-// Owner implements api.Peers.
-func (c *clusterPart) Owner(key string) (string, bool) {
-	owner, ok := c.ring.Owner(key)
-	if !ok {
-		return c.n.cfg.Node.Name, true
-	}
-	return owner, owner == c.n.cfg.Node.Name
+// memberAddrs is the member table as replication addresses it.
+type memberAddrs struct{ c *clusterPart }
+
+func (m memberAddrs) Member(name string) (replica.Member, bool) {
+	mb, ok := m.c.member(name)
+	return replica.Member{Name: mb.Name, Addr: mb.HTTPAddr}, ok
 }
 
-// Forward implements api.Peers: near cache first, then the owner.
-func (c *clusterPart) Forward(ctx context.Context, node, key string, r *proxy.Request) (*proxy.Response, error) {
-	if c.near != nil {
-		if resp, ok := c.near.get(r.Method, key, r.Header); ok {
-			c.n.metrics.NearCache.WithLabelValues("hit").Inc()
-			return resp, nil
-		}
-		c.n.metrics.NearCache.WithLabelValues("miss").Inc()
+func (m memberAddrs) Live() []replica.Member {
+	if m.c.ml == nil {
+		return nil
 	}
-	m, ok := c.member(node)
-	if !ok || m.HTTPAddr == "" {
-		return nil, fmt.Errorf("%w: no address for %s", peer.ErrUnreachable, node)
-	}
-	fr, err := c.client.Forward(ctx, m.HTTPAddr, api.ForwardRequestOf(r))
-	var remote *peer.RemoteError
-	switch {
-	case errors.As(err, &remote):
-		c.n.metrics.Forwarded.WithLabelValues(node, "remote-error").Inc()
-		return nil, err
-	case err != nil:
-		c.n.metrics.Forwarded.WithLabelValues(node, "unreachable").Inc()
-		return nil, err
-	}
-	c.n.metrics.Forwarded.WithLabelValues(node, "ok").Inc()
-	resp := api.ResponseOf(fr)
-	if c.near != nil {
-		c.near.put(r.Method, key, r.Header, resp)
-	}
-	return resp, nil
-}
-
-// onStore queues a new or renewed entry for the key's replicas: the nodes
-// that take the key over, in order, when its owner goes. An entry stored
-// while this node is not the owner (it served because the owner was
-// unreachable) is also kept for hand-off: the owner must get it once it can
-// be reached, or it would serve its older copy after this newer one.
-func (c *clusterPart) onStore(rkey, key string, e *store.Entry) {
-	if _, self := c.Owner(rkey); !self {
-		c.keepForHandoff(peerEntry(rkey, key, e))
-	}
-	extra := c.n.cfg.Cluster.Replication
-	if extra <= 0 {
-		return
-	}
-	for _, name := range c.ring.Replicas(rkey, 1+extra) {
-		if name == c.n.cfg.Node.Name {
-			continue
-		}
-		m, ok := c.member(name)
-		if !ok || m.HTTPAddr == "" {
-			continue
-		}
-		job := replJob{addr: m.HTTPAddr, entry: peerEntry(rkey, key, e)}
-		select {
-		case c.repl <- job:
-		default:
-			c.n.metrics.Replicated.WithLabelValues("sent", "dropped").Inc()
+	var out []replica.Member
+	for _, mb := range m.c.ml.Members() {
+		if mb.State == cluster.Alive {
+			out = append(out, replica.Member{Name: mb.Name, Addr: mb.HTTPAddr})
 		}
 	}
-}
-
-func (c *clusterPart) replicate(ctx context.Context) {
-	defer c.wg.Done()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case job := <-c.repl:
-			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			err := c.client.Replicate(pctx, job.addr, job.entry)
-			cancel()
-			outcome := "ok"
-			if err != nil {
-				outcome = "error"
-				c.n.log.Debug("replication push failed", "to", job.addr, "err", err)
-				c.keepForHandoff(job.entry) // pushed again when the replica is back
-			}
-			c.n.metrics.Replicated.WithLabelValues("sent", outcome).Inc()
-		}
-	}
-}
-
-// PutReplica implements api.ReplicaSink.
-func (c *clusterPart) PutReplica(e *peer.Entry) error {
-	outcome := "stale"
-	if c.n.engine.Put(e.Key, storeEntry(e)) {
-		outcome = "ok"
-	}
-	c.n.metrics.Replicated.WithLabelValues("received", outcome).Inc()
-	return nil
+	return out
 }
 
 // ready: the node has joined (it sees itself on the ring).
@@ -282,11 +184,6 @@ func (c *clusterPart) status() []MemberStatus {
 	return out
 }
 
-// Placement implements api.Placement: owner first, then replicas.
-func (c *clusterPart) Placement(key string) []string {
-	return c.ring.Replicas(key, 1+c.n.cfg.Cluster.Replication)
-}
-
 // leave announces a graceful departure in gossip (peers stop routing to
 // this node; its Raft seat is kept). Calling it twice is harmless.
 func (c *clusterPart) leave() {
@@ -298,8 +195,8 @@ func (c *clusterPart) leave() {
 	}
 }
 
-// close announces a graceful departure if asked, then stops gossip and
-// the loops.
+// close announces a graceful departure if asked, then stops gossip (which
+// ends watch), replication, and the client they shared.
 func (c *clusterPart) close(graceful bool) {
 	if c.ml != nil {
 		if graceful {
@@ -307,12 +204,7 @@ func (c *clusterPart) close(graceful bool) {
 		}
 		c.ml.Close()
 	}
-	if c.cancel != nil {
-		c.cancel()
-	}
 	c.wg.Wait()
+	c.rep.Close()
 	c.client.Close()
-	if c.near != nil {
-		c.near.c.Close()
-	}
 }

@@ -142,7 +142,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 	// the forward fails and the third node serves the key itself.
 	newer := fallbackFetch(t, c, up, third, orig)
 	c.waitFor(5*time.Second, "the entry to enter the hand-off set", func() bool {
-		return c.nodes[third].cluster.handoff.len() >= 2 // Vary marker and variant
+		return c.nodes[third].cluster.rep.Pending() >= 2 // Vary marker and variant
 	})
 	c.waitConverged()
 	fetched := time.Now()

@@ -19,6 +19,7 @@ import (
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/replica"
 	"github.com/levee/levee/store"
 	"github.com/levee/levee/upstream"
 )
@@ -130,8 +131,7 @@ func (n *Node) wireCore() error {
 		if n.cluster, err = newClusterPart(n); err != nil {
 			return err
 		}
-		pc.OnStore, pc.Recover = n.cluster.onStore, n.cluster.recoverEntry
-		pc.Owns = func(rkey string) bool { _, self := n.cluster.Owner(rkey); return self }
+		pc.OnStore, pc.Recover, pc.Owns = n.cluster.rep.OnStore, n.cluster.rep.Recover, n.cluster.rep.Owns
 	}
 	if n.engine, err = proxy.New(pc); err != nil {
 		return err
@@ -171,7 +171,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		Ready: n.ready, Status: n.status,
 	}
 	if n.cluster != nil {
-		ac.Peers = n.cluster
+		ac.Peers = n.cluster.rep
 	}
 	if n.raft != nil {
 		ac.Seats = seats{n}
@@ -183,7 +183,8 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.cluster != nil || n.raft != nil {
 		pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
 		if n.cluster != nil {
-			pc.Replicas, pc.Lookups = n.cluster, n.cluster
+			srv := replica.NewServer(n.engine, n.metrics)
+			pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
 		}
 		if n.raft != nil {
 			pc.Raft, pc.RaftRemove = n.raft, n.raft

@@ -7,6 +7,7 @@ import (
 
 	"github.com/levee/levee/cachefile"
 	"github.com/levee/levee/peer"
+	"github.com/levee/levee/replica"
 )
 
 // cacheFile is where cache.persist keeps the cache between runs.
@@ -36,7 +37,7 @@ func (n *Node) persistence() *persister {
 	p.save = func() (int, error) {
 		return cachefile.Save(p.path, func(yield func(*peer.Entry) bool) {
 			for key, e := range n.cache.All() {
-				if !yield(peerEntry("", key, e)) {
+				if !yield(replica.ToWire("", key, e)) {
 					return
 				}
 			}
@@ -50,7 +51,7 @@ func (n *Node) persistence() *persister {
 func (n *Node) loadCache(p *persister) {
 	loaded := 0
 	read, err := cachefile.Load(p.path, func(e *peer.Entry) {
-		if n.engine.Put(e.Key, storeEntry(e)) {
+		if n.engine.Put(e.Key, replica.FromWire(e)) {
 			loaded++
 		}
 	})

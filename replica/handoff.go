@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"container/list"
@@ -9,15 +9,9 @@ import (
 	"github.com/levee/levee/peer"
 )
 
-// Hand-off bounds: the set holds references to bodies the cache may have
-// evicted already, so it is capped in bytes as well as in entries.
-const (
-	handoffMaxEntries  = 10_000
-	handoffMaxBytes    = 64 << 20
-	handoffPushTimeout = 2 * time.Second
-	// handoffEntryOverhead approximates an entry's header and bookkeeping.
-	handoffEntryOverhead = 256
-)
+// handoffEntryOverhead approximates an entry's header and bookkeeping in
+// the hand-off set's byte bound.
+const handoffEntryOverhead = 256
 
 // handoff is the bounded set of entries a key's owner or replicas may lack:
 // answers this node stored while it was not the key's owner (it served a
@@ -33,6 +27,9 @@ type handoff struct {
 	order *list.List               // oldest first
 	bytes int64
 	wake  chan struct{} // a membership change: push now
+
+	maxEntries int   // Config.HandoffMaxEntries
+	maxBytes   int64 // Config.HandoffMaxBytes
 }
 
 type handoffItem struct {
@@ -47,8 +44,9 @@ type handoffPush struct {
 	entry  *peer.Entry // a copy: the client stamps V and From into it
 }
 
-func newHandoff() *handoff {
-	return &handoff{items: map[string]*list.Element{}, order: list.New(), wake: make(chan struct{}, 1)}
+func newHandoff(maxEntries int, maxBytes int64) *handoff {
+	return &handoff{items: map[string]*list.Element{}, order: list.New(), wake: make(chan struct{}, 1),
+		maxEntries: maxEntries, maxBytes: maxBytes}
 }
 
 // add keeps e unless a newer entry for its key is kept already, and returns
@@ -66,7 +64,7 @@ func (h *handoff) add(e *peer.Entry) (dropped int) {
 		delivered: map[string]bool{}}
 	h.items[e.Key] = h.order.PushBack(it)
 	h.bytes += it.size
-	for h.order.Len() > handoffMaxEntries || h.bytes > handoffMaxBytes && h.order.Len() > 1 {
+	for h.order.Len() > h.maxEntries || h.bytes > h.maxBytes && h.order.Len() > 1 {
 		h.remove(h.order.Front())
 		dropped++
 	}
@@ -143,65 +141,65 @@ func (h *handoff) len() int {
 func deadAt(e *peer.Entry) int64 { return max(e.FreshUntil, e.StaleUntil, e.ErrorUntil) }
 
 // keepForHandoff adds e to the hand-off set, counting what that pushed out.
-func (c *clusterPart) keepForHandoff(e *peer.Entry) {
-	if n := c.handoff.add(e); n > 0 {
-		c.n.metrics.Replicated.WithLabelValues("handoff", "dropped").Add(float64(n))
+func (r *Replicator) keepForHandoff(e *peer.Entry) {
+	if n := r.handoff.add(e); n > 0 {
+		r.obs.ReplicationEvent("handoff", "dropped", n)
 	}
 }
 
 // handoffLoop pushes owed entries after every membership change and every
-// Timings.Handoff.
-func (c *clusterPart) handoffLoop(ctx context.Context) {
-	defer c.wg.Done()
-	t := time.NewTicker(c.n.opts.Timings.Handoff)
+// Config.HandoffInterval.
+func (r *Replicator) handoffLoop(ctx context.Context) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.HandoffInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-c.handoff.wake:
+		case <-r.handoff.wake:
 		}
-		c.flushHandoff(ctx)
+		r.flushHandoff(ctx)
 	}
 }
 
 // flushHandoff pushes what is owed, one at a time. A member that fails once
 // is skipped for the rest of the round: a blackholed node must not cost a
 // timeout per entry.
-func (c *clusterPart) flushHandoff(ctx context.Context) {
-	pushes, expired := c.handoff.due(c.n.opts.Now(), c.placementOthers)
+func (r *Replicator) flushHandoff(ctx context.Context) {
+	pushes, expired := r.handoff.due(r.cfg.Now(), r.placementOthers)
 	if expired > 0 {
-		c.n.metrics.Replicated.WithLabelValues("handoff", "expired").Add(float64(expired))
+		r.obs.ReplicationEvent("handoff", "expired", expired)
 	}
 	down := map[string]bool{}
 	for _, p := range pushes {
 		if ctx.Err() != nil {
 			return
 		}
-		m, ok := c.member(p.member)
-		if down[p.member] || !ok || m.HTTPAddr == "" {
+		m, ok := r.cfg.Members.Member(p.member)
+		if down[p.member] || !ok || m.Addr == "" {
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, handoffPushTimeout)
-		err := c.client.Replicate(pctx, m.HTTPAddr, p.entry)
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.PushTimeout)
+		err := r.cfg.Transport.Replicate(pctx, m.Addr, p.entry)
 		cancel()
 		if err != nil {
 			down[p.member] = true
-			c.n.metrics.Replicated.WithLabelValues("handoff", "error").Inc()
-			c.n.log.Debug("hand-off push failed", "to", p.member, "err", err)
+			r.obs.ReplicationEvent("handoff", "error", 1)
+			r.log.Debug("hand-off push failed", "to", p.member, "err", err)
 			continue
 		}
-		c.handoff.delivered(p.entry, p.member)
-		c.n.metrics.Replicated.WithLabelValues("handoff", "ok").Inc()
+		r.handoff.delivered(p.entry, p.member)
+		r.obs.ReplicationEvent("handoff", "ok", 1)
 	}
 }
 
 // placementOthers is the key's owner and replicas, without this node.
-func (c *clusterPart) placementOthers(rkey string) []string {
+func (r *Replicator) placementOthers(rkey string) []string {
 	var out []string
-	for _, name := range c.ring.Replicas(rkey, 1+c.n.cfg.Cluster.Replication) {
-		if name != c.n.cfg.Node.Name {
+	for _, name := range r.Placement(rkey) {
+		if name != r.cfg.Self {
 			out = append(out, name)
 		}
 	}

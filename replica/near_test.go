@@ -1,10 +1,11 @@
-package node
+package replica
 
 import (
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/levee/levee/internal/testutil"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/store"
 )
@@ -14,7 +15,7 @@ import (
 // client with another Accept-Language never gets a neighbour's variant, and
 // a "Vary: *" answer is never near-cached at all.
 func TestNearCacheFollowsTheEnginesVaryRule(t *testing.T) {
-	clk := newFakeClock()
+	clk := testutil.NewClock(time.Time{})
 	c, err := store.New(store.Config{MaxBytes: 1 << 20, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

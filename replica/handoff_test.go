@@ -1,4 +1,4 @@
-package node
+package replica
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ func handoffEntry(key string, stored int64, body []byte) *peer.Entry {
 }
 
 func TestHandoffBounds(t *testing.T) {
+	d := DefaultConfig()
 	big := make([]byte, 1<<20)
 	cases := []struct {
 		name        string
@@ -23,12 +24,12 @@ func TestHandoffBounds(t *testing.T) {
 		wantDropped int
 	}{
 		{"under the bounds", 100, nil, 100, 0},
-		{"entry bound", handoffMaxEntries + 5, nil, handoffMaxEntries, 5},
+		{"entry bound", d.HandoffMaxEntries + 5, nil, d.HandoffMaxEntries, 5},
 		{"byte bound", 70, big, 63, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHandoff()
+			h := newHandoff(d.HandoffMaxEntries, d.HandoffMaxBytes)
 			dropped := 0
 			for i := range tc.n {
 				dropped += h.add(handoffEntry(fmt.Sprint(i), int64(i+1), tc.body))
@@ -46,7 +47,8 @@ func TestHandoffBounds(t *testing.T) {
 func TestHandoffDue(t *testing.T) {
 	now := time.Unix(0, 1000)
 	place := func(string) []string { return []string{"n1", "n2"} }
-	h := newHandoff()
+	d := DefaultConfig()
+	h := newHandoff(d.HandoffMaxEntries, d.HandoffMaxBytes)
 	h.add(handoffEntry("k", 10, []byte("new")))
 	h.add(handoffEntry("k", 5, []byte("old"))) // older: ignored
 	dead := handoffEntry("dead", 1, nil)

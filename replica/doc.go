@@ -1,0 +1,21 @@
+// Package replica owns cache replication between Levee nodes: forwarding a
+// request to its key's owner (with the near cache in front), pushing stored
+// entries to the key's replicas, handing entries off to members that lack
+// them, and recovering a key from the other nodes when this one has nothing
+// usable. It holds both halves of those node-to-node messages: the calls
+// (through a Transport, *peer.Client) and the handlers for replicate and
+// lookup (Server). The forward handler stays in api: it serves a request
+// through the engine and maps its errors to HTTP, which is api's one job.
+//
+// Data flow:
+//
+//	api dispatch ── Owner/Forward ──► near cache ─miss─► Transport.Forward ──► owner's api
+//	engine store ── OnStore ──► push queue ──► workers ── Transport.Replicate ──► replica's Server.ServeReplicate ──► Engine.Put
+//	                    │ (not the owner)          │ (failed)
+//	                    └──────────► hand-off set ◄┘ ── MemberUp / every HandoffInterval ──► Transport.Replicate
+//	engine fetch failed ── Recover ──► Transport.Lookup (every candidate) ──► peer's Server.ServeLookup ──► Engine.Lookup
+//
+// The package knows neither memberlist nor Raft nor the node: it reads the
+// ring through Ring, addresses through Members, and is told of a member
+// coming (back) up with MemberUp by whoever watches membership.
+package replica

@@ -1,0 +1,61 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
+)
+
+// Server is the receiving half of replication: it stores the entries
+// owners push and answers other nodes' recovery lookups. api mounts its
+// methods behind peer auth and a bounded body read; an error means the
+// message was refused (api answers 400).
+type Server struct {
+	engine Engine
+	obs    Observer
+}
+
+// NewServer serves pushes and lookups from engine. obs may be nil.
+func NewServer(engine Engine, obs Observer) *Server {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return &Server{engine: engine, obs: obs}
+}
+
+// ServeReplicate stores a pushed peer.Entry (a newer local one wins) and
+// replies with an empty body.
+func (s *Server) ServeReplicate(_ context.Context, body []byte) ([]byte, error) {
+	var e peer.Entry
+	if err := peer.Decode(body, &e); err != nil {
+		return nil, fmt.Errorf("replica: replicate: %w", err)
+	}
+	outcome := "stale"
+	if s.engine.Put(e.Key, FromWire(&e)) {
+		outcome = "ok"
+	}
+	s.obs.ReplicationEvent("received", outcome, 1)
+	return nil, nil
+}
+
+// ServeLookup answers a peer.LookupRequest with this node's entry for the
+// primary key, following a Vary marker with the request's headers, and
+// replies with an encoded peer.LookupResponse.
+func (s *Server) ServeLookup(_ context.Context, body []byte) ([]byte, error) {
+	var lr peer.LookupRequest
+	if err := peer.Decode(body, &lr); err != nil {
+		return nil, fmt.Errorf("replica: lookup: %w", err)
+	}
+	out := &peer.LookupResponse{V: peer.Version}
+	key, ent := s.engine.Lookup(lr.Key, proxy.CleanHeader(http.Header(lr.Header), true))
+	// A Vary marker is not an answer (Lookup follows it); never send one.
+	if ent != nil && ent.Status != 0 {
+		e := ToWire("", key, ent)
+		e.V = peer.Version
+		out.Found, out.Entry = true, e
+	}
+	return peer.Encode(out)
+}
