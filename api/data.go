@@ -234,6 +234,9 @@ func cacheStatus(node string, resp *proxy.Response) string {
 	name := "levee-" + node
 	switch resp.Result {
 	case proxy.Hit:
+		if resp.Detail != "" { // where a non-owner's hit came from: near-cache, replica
+			return name + "; hit; detail=" + resp.Detail
+		}
 		return name + "; hit"
 	case proxy.Stale:
 		detail := resp.Detail

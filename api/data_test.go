@@ -319,6 +319,7 @@ func TestCacheHeaders(t *testing.T) {
 		wantAge    string
 	}{
 		{"hit", proxy.Hit, "", "levee-n1; hit", "12"},
+		{"hit from a replica", proxy.Hit, "replica", "levee-n1; hit; detail=replica", "12"},
 		{"stale", proxy.Stale, "", "levee-n1; hit; detail=stale-while-revalidate", "12"},
 		{"stale if error", proxy.Stale, "stale-if-error", "levee-n1; hit; detail=stale-if-error", "12"},
 		{"revalidated", proxy.Revalidated, "", "levee-n1; fwd=stale; fwd-status=304; stored", "12"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,6 +140,9 @@ func TestFallbackAsksReplicasBeforeUpstream(t *testing.T) {
 		t.Fatalf("%d upstream calls after the owner died, want 0: the replica's copy is fresh", got)
 	}
 	t.Logf("served %s with Cache-Status %q", a.header.Get("X-Cache"), a.header.Get("Cache-Status"))
+	if cs := a.header.Get("Cache-Status"); !strings.Contains(cs, "hit") {
+		t.Fatalf("Cache-Status %q, want a hit", cs)
+	}
 }
 
 // replicaOf is the node that takes owner's key over: its first replica.
