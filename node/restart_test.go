@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -277,9 +278,8 @@ func TestRecoverUnwedgesLostQuorum(t *testing.T) {
 	c.cfgs = c.cfgs[:1]
 	c.nodes = c.nodes[:1]
 	c.startAll()
-	c.waitFor(restartBound, "a no-quorum diagnosis", func() bool {
-		p := c.nodes[0].raft.status().Problem
-		return strings.HasPrefix(p, "no quorum: 1 of the 3 voters")
+	c.waitFor(restartBound, "a no-quorum diagnosis in GET /-/cluster", func() bool {
+		return strings.HasPrefix(c.raftProblem(0), "no quorum: 1 of the 3 voters")
 	})
 	c.stopAll(true)
 	if err := RecoverRaft(c.cfgs[0], []consensus.Peer{{ID: "n1", RaftAddr: c.cfgs[0].Node.Raft}}, quietLogger(t)); err != nil {
@@ -288,8 +288,8 @@ func TestRecoverUnwedgesLostQuorum(t *testing.T) {
 	c.startAll()
 	c.waitAgreedVoters(restartBound, []string{"n1"})
 	c.waitFor(restartBound, "breaker state kept", func() bool { return c.nodes[0].table.View("comments").Forced })
-	if p := c.nodes[0].raft.status().Problem; p != "" {
-		t.Fatalf("problem after recovery = %q", p)
+	if p := c.raftProblem(0); p != "" {
+		t.Fatalf("raft.problem after recovery = %q", p)
 	}
 }
 
@@ -336,4 +336,20 @@ func TestRestartsKeepTheCache(t *testing.T) {
 			t.Logf("upstream calls while serving %d keys through 3 nodes: %d", len(paths), c.up.Total()-calls)
 		})
 	}
+}
+
+// raftProblem is raft.problem in node i's GET /-/cluster, as an operator
+// reads it.
+func (c *testCluster) raftProblem(i int) string {
+	c.t.Helper()
+	a := c.get(i, "/-/cluster")
+	var st struct {
+		Raft struct {
+			Problem string `json:"problem"`
+		} `json:"raft"`
+	}
+	if err := json.Unmarshal(a.body, &st); err != nil {
+		c.t.Fatalf("GET /-/cluster: %d %s: %v", a.status, a.body, err)
+	}
+	return st.Raft.Problem
 }
