@@ -87,14 +87,7 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 // the replica within the failure-detection time.
 func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 	c := newTestCluster(t, 3)
-	owner := c.ownerOf(0, hotPath, hotTenant)
-	orig := c.get(owner, hotPath, "X-Tenant", hotTenant)
-	orig.expect(t, 200, "MISS")
-	rep := replicaOf(c, owner)
-	// The fill stores a Vary marker and a variant: both must reach the replica.
-	c.waitFor(5*time.Second, "replication to the replica", func() bool {
-		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
-	})
+	orig, owner, _ := warmHotKey(t, c)
 	if err := c.up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
 		t.Fatal(err)
 	}
@@ -122,13 +115,7 @@ func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 // time inside the same fresh window (issue 9's chaos finding).
 func TestFallbackAsksReplicasBeforeUpstream(t *testing.T) {
 	c := newTestCluster(t, 3)
-	owner := c.ownerOf(0, hotPath, hotTenant)
-	orig := c.get(owner, hotPath, "X-Tenant", hotTenant)
-	orig.expect(t, 200, "MISS")
-	rep := replicaOf(c, owner)
-	c.waitFor(5*time.Second, "replication to the replica", func() bool {
-		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
-	})
+	orig, owner, rep := warmHotKey(t, c)
 	third := 3 - owner - rep
 	calls := c.up.Total()
 	c.crash(owner)
@@ -143,6 +130,21 @@ func TestFallbackAsksReplicasBeforeUpstream(t *testing.T) {
 	if cs := a.header.Get("Cache-Status"); !strings.Contains(cs, "hit") {
 		t.Fatalf("Cache-Status %q, want a hit", cs)
 	}
+}
+
+// warmHotKey reads the hot key through its owner (a MISS) and waits until
+// the replica holds it: the fill stores a Vary marker and a variant, and
+// both must arrive.
+func warmHotKey(t *testing.T, c *testCluster) (orig answer, owner, rep int) {
+	t.Helper()
+	owner = c.ownerOf(0, hotPath, hotTenant)
+	orig = c.get(owner, hotPath, "X-Tenant", hotTenant)
+	orig.expect(t, 200, "MISS")
+	rep = replicaOf(c, owner)
+	c.waitFor(5*time.Second, "replication to the replica", func() bool {
+		return metrics.Counter(c.nodes[rep].metrics.Replicated, "received", "ok") >= 2
+	})
+	return orig, owner, rep
 }
 
 // replicaOf is the node that takes owner's key over: its first replica.
