@@ -76,6 +76,12 @@ func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
+// CounterFunc registers a counter read at scrape time from a monotonic
+// source.
+func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
 // CacheResult implements proxy.Observer.
 func (m *Metrics) CacheResult(route string, r string) { m.CacheResults.WithLabelValues(route, r).Inc() }
 

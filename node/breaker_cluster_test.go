@@ -281,7 +281,14 @@ func TestBreakerAdminAndMetricsShowRaftPosition(t *testing.T) {
 			t.Fatalf("/metrics on node 1 lacks %q", want)
 		}
 	}
-	for _, zero := range []string{"levee_raft_commit_seconds_count 0\n", "levee_raft_leader_changes_total 0\n"} {
+	// Breaker commands are written in the pre-mux format (rolling
+	// upgrades); none is rejected.
+	for _, want := range []string{"levee_raft_apply_errors_total 0\n", "levee_raft_legacy_entries_total "} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("/metrics on node 1 lacks %q", want)
+		}
+	}
+	for _, zero := range []string{"levee_raft_commit_seconds_count 0\n", "levee_raft_leader_changes_total 0\n", "levee_raft_legacy_entries_total 0\n"} {
 		if strings.Contains(text, zero) {
 			t.Fatalf("/metrics on node 1: %q", zero)
 		}

@@ -232,6 +232,12 @@ func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
 	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
+	if n.raft != nil {
+		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
+			func() float64 { return float64(n.raft.node.Stats().ApplyErrors) })
+		n.metrics.CounterFunc("levee_raft_legacy_entries_total", "Untagged (pre-mux format) Raft log entries applied here.",
+			func() float64 { return float64(n.raft.mux.Stats().LegacyEntries) })
+	}
 }
 
 func (n *Node) onTransition(t breaker.Transition) {
