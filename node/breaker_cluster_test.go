@@ -143,16 +143,18 @@ func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 		t.Fatalf("while open: %d upstream calls, statuses %v; want none and all 503", c.up.Total()-calls, counts)
 	}
 
-	t.Run("failed probe re-opens everywhere", func(t *testing.T) {
+	// The steps share the cluster and its helpers fail c.t, the test's own
+	// t, so they are sequential blocks rather than subtests.
+	{ // A failed probe re-opens everywhere.
 		waitPastOpen(c, 0)
 		p := startProbeCheck(c)
 		counts := burst(c, 1000, 10000)
 		waitAgreed(c)
 		assertProbesPerPeriod(t, c, p, openFor)
-		t.Logf("statuses %v", counts)
+		t.Logf("failed probe: statuses %v", counts)
 		settled(c, breaker.Open)
-	})
-	t.Run("successful probe closes everywhere", func(t *testing.T) {
+	}
+	{ // A successful probe closes everywhere.
 		c.up.Heal()
 		waitPastOpen(c, 0)
 		p := startProbeCheck(c)
@@ -169,7 +171,7 @@ func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 				t.Fatalf("node %d half-open→closed transitions = %v, want 1", i, got)
 			}
 		}
-	})
+	}
 }
 
 // TestOpenBreakerSurvivesLeaderDeath: the committed open state survives the
