@@ -88,6 +88,15 @@ type memberView struct {
 	deadAfter time.Duration
 	minVoters int  // gone peers are not removed below this many voters
 	reap      bool // the leader is stable enough to remove gone peers
+	// rewriteAddrs re-adds a voter whose address changed. Off with the TCP
+	// transport, whose address book (addrbook.go) already routes every RPC
+	// by server ID to the address gossip reports: rewriting the address in
+	// the configuration races inside hashicorp/raft v1.8.0, where
+	// startStopReplication updates a follower's peer while its replication
+	// goroutine reads it (hashicorp/raft#471, #681; the race detector
+	// caught it in a restart test). On for injected transports, which have
+	// no address book.
+	rewriteAddrs bool
 }
 
 // planMembership lists the changes that bring the configuration in line
@@ -97,8 +106,9 @@ func planMembership(v memberView) []change {
 	return append(planAdds(v, peers), planRemovals(v, peers)...)
 }
 
-// planAdds adds alive peers that are missing, not voters, or configured at
-// a different address (AddVoter on an existing ID rewrites its address).
+// planAdds adds alive peers that are missing or not voters, and, with
+// rewriteAddrs, those configured at a different address (AddVoter on an
+// existing ID rewrites its address).
 func planAdds(v memberView, peers []Peer) []change {
 	inConfig := make(map[string]raft.Server, len(v.servers))
 	for _, s := range v.servers {
@@ -115,7 +125,7 @@ func planAdds(v memberView, peers []Peer) []change {
 			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "new alive member"})
 		case s.Suffrage != raft.Voter:
 			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "promote to voter"})
-		case string(s.Address) != p.RaftAddr:
+		case v.rewriteAddrs && string(s.Address) != p.RaftAddr:
 			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "address changed"})
 		}
 	}

@@ -87,7 +87,7 @@ func TestPlanMembership(t *testing.T) {
 	}{
 		{"steady", config("a", "b", "c"), alive("a", "b", "c"), 3, nil},
 		{"new alive added", config("a", "b", "c"), alive("a", "b", "c", "d"), 3, []string{"+d"}},
-		{"address change re-added", config("a", "b", "c"), moved, 3, []string{"+c"}},
+		{"address change left to the address book", config("a", "b", "c"), moved, 3, nil},
 		{"stopped (left) recently keeps its seat", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerLeft, now), 3, nil},
 		{"every follower stopped at once keeps its seat", config("a", "b", "c"),
 			with(with(alive("a", "b", "c"), "b", PeerLeft, now), "c", PeerLeft, now), 1, nil},
@@ -106,6 +106,13 @@ func TestPlanMembership(t *testing.T) {
 		{"unstable leader removes nothing", config("a", "b", "c", "d"), with(alive("a", "b", "c", "d"), "d", PeerDead, long), -1, nil},
 		{"unstable leader still adds", config("a", "b", "c"), alive("a", "b", "c", "d"), -1, []string{"+d"}},
 	}
+	t.Run("address change re-added without an address book", func(t *testing.T) {
+		got := describe(planMembership(memberView{self: "a", servers: config("a", "b", "c"), peers: moved,
+			now: now, deadAfter: time.Minute, minVoters: 3, reap: true, rewriteAddrs: true}))
+		if !slices.Equal(got, []string{"+c"}) {
+			t.Fatalf("plan = %v, want [+c]", got)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// minVoters -1 stands for a leader not yet stable: reap off.

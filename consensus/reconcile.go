@@ -103,6 +103,8 @@ func (n *Node) reconcileMembers(r *raft.Raft, peers []Peer) {
 		deadAfter: n.cfg.DeadAfter,
 		minVoters: n.cfg.MinVoters,
 		reap:      n.stableLeader(),
+		// See memberView.rewriteAddrs.
+		rewriteAddrs: n.cfg.Transport != nil,
 	})
 	for _, c := range changes {
 		if n.ctx.Err() != nil || r.State() != raft.Leader {
