@@ -125,7 +125,14 @@ type Replicated struct {
 
 	catchUpMu   sync.Mutex
 	catchUpLast map[string]time.Time // last local probe per route while catching up
+
+	fallbacks atomic.Uint64 // calls the guard decided because a committed proposal failed
 }
+
+// Fallbacks counts the calls the local guard decided although the node had
+// a quorum, because the committed breaker's proposal failed (a timeout, an
+// election under load). Each may add one local probe to the cluster's one.
+func (r *Replicated) Fallbacks() uint64 { return r.fallbacks.Load() }
 
 // NewReplicated returns a Replicated for cfg; it does no I/O.
 func NewReplicated(cfg ReplicatedConfig) (*Replicated, error) {
@@ -205,6 +212,7 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 		if err == nil || errors.Is(err, ErrOpen) {
 			return done, err
 		}
+		r.fallbacks.Add(1)
 		r.cfg.Logger.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
 	case byGuardCatchingUp:
 		// A restarted node's table may be stale: at most one local probe

@@ -225,6 +225,9 @@ func TestReplicatedFailedProposalLeavesCallToGuard(t *testing.T) {
 	}
 	_, err := rr.allow(t, testRoute)
 	wantOpen(t, err, HalfOpen, DefaultSettings().ProbeLease)
+	if got := rr.r.Fallbacks(); got != 2 {
+		t.Fatalf("Fallbacks = %d, want 2 (both calls fell back to the guard)", got)
+	}
 }
 
 func TestReplicatedGuardAdoptsCommittedOpen(t *testing.T) {

@@ -59,29 +59,42 @@ func leaderChanges(c *testCluster) uint64 {
 
 // probeCheck is the state before a burst that assertProbesPerPeriod needs.
 type probeCheck struct {
-	grants  float64
-	calls   int
-	leaders uint64
-	start   time.Time
+	grants    float64
+	calls     int
+	leaders   uint64
+	fallbacks uint64
+	start     time.Time
 }
 
 func startProbeCheck(c *testCluster) probeCheck {
-	return probeCheck{grants: grants(c, c.running()[0]), calls: c.up.Total(), leaders: leaderChanges(c), start: time.Now()}
+	return probeCheck{grants: grants(c, c.running()[0]), calls: c.up.Total(), leaders: leaderChanges(c),
+		fallbacks: fallbacks(c), start: time.Now()}
+}
+
+// fallbacks sums the calls the nodes' local guards decided because a
+// committed proposal failed (breaker.Replicated.Fallbacks).
+func fallbacks(c *testCluster) uint64 {
+	var n uint64
+	for _, i := range c.running() {
+		n += c.nodes[i].raft.breaker.Fallbacks()
+	}
+	return n
 }
 
 // assertProbesPerPeriod checks a burst on a failing upstream: at most one
 // committed probe per open period. With a stable leader there is at least
 // one and every upstream call was a committed probe; if the load cost an
-// election, nodes that could not commit used their local guards, which
-// allow at most one probe per node per open period.
+// election or a proposal (a timeout), nodes that could not commit used
+// their local guards, which allow at most one probe per node per open
+// period.
 func assertProbesPerPeriod(t *testing.T, c *testCluster, p probeCheck, openFor time.Duration) {
 	t.Helper()
 	elapsed := time.Since(p.start)
 	g := grants(c, c.running()[0]) - p.grants
 	calls := float64(c.up.Total() - p.calls)
 	periods := 1 + float64(elapsed/openFor)
-	stable := leaderChanges(c) == p.leaders
-	t.Logf("burst: %v committed probe grants, %v upstream calls in %v, stable leader %v", g, calls, elapsed, stable)
+	stable := leaderChanges(c) == p.leaders && fallbacks(c) == p.fallbacks
+	t.Logf("burst: %v committed probe grants, %v upstream calls in %v, stable leader and no guard fallback %v", g, calls, elapsed, stable)
 	switch {
 	case g > periods || stable && g < 1:
 		t.Fatalf("committed probe grants = %v in %v, want 1..%v", g, elapsed, periods)

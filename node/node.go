@@ -235,6 +235,8 @@ func (n *Node) registerGauges() {
 	if n.raft != nil {
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
 			func() float64 { return float64(n.raft.node.Stats().ApplyErrors) })
+		n.metrics.CounterFunc("levee_breaker_guard_fallbacks_total", "Calls the local guard breaker decided because a committed breaker proposal failed.",
+			func() float64 { return float64(n.raft.breaker.Fallbacks()) })
 		n.metrics.CounterFunc("levee_raft_legacy_entries_total", "Untagged (pre-mux format) Raft log entries applied here.",
 			func() float64 { return float64(n.raft.mux.Stats().LegacyEntries) })
 	}
