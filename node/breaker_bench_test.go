@@ -2,11 +2,7 @@ package node
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -15,53 +11,6 @@ import (
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/demoupstream"
 )
-
-// benchNodes starts n clustered nodes (fast timings, in-memory Raft) in
-// front of upstream and waits for one ring and one leader.
-func benchNodes(b *testing.B, n int, upstream string) []*Node {
-	b.Helper()
-	nodes := make([]*Node, n)
-	b.Cleanup(func() {
-		for _, nd := range nodes {
-			if nd != nil {
-				nd.Close()
-			}
-		}
-	})
-	for i := range n {
-		cfg := config.Default()
-		cfg.Node.Name, cfg.Node.HTTP, cfg.Node.DataDir = fmt.Sprintf("n%d", i+1), "127.0.0.1:0", b.TempDir()
-		cfg.Node.Gossip, cfg.Node.Raft, cfg.Node.BootstrapExpect = "127.0.0.1:0", "127.0.0.1:0", n
-		cfg.Cluster.Secret, cfg.Cluster.AdminToken = clusterSecret, adminToken
-		rt := config.DefaultRoute()
-		rt.Name, rt.Prefix, rt.Upstream, rt.TenantHeader = "comments", "/comments/", upstream+"/api", "X-Tenant"
-		rt.Breaker.Failures, rt.Breaker.OpenFor, rt.Retry.MaxAttempts = 3, config.Duration(time.Minute), 1
-		cfg.Routes = []config.Route{rt}
-		for _, other := range nodes[:i] {
-			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
-		}
-		nd, err := New(cfg, Options{Timings: fastTimings(), RaftInMemory: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := nd.Start(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		nodes[i] = nd
-	}
-	benchWait(b, 20*time.Second, func() bool {
-		leader := ""
-		for _, nd := range nodes {
-			l := nd.raft.node.State().LeaderID
-			if len(nd.cluster.ring.Members()) != n || l == "" || leader != "" && l != leader {
-				return false
-			}
-			leader = l
-		}
-		return true
-	})
-	return nodes
-}
 
 // benchWait spins on cond (no sleep: the wait is what is measured).
 func benchWait(b *testing.B, d time.Duration, cond func() bool) {
@@ -89,30 +38,19 @@ func allInState(nodes []*Node, st breaker.State) bool {
 // committed table showing the route open (so every node fails fast). Each
 // iteration force-closes the route through the admin proposer first.
 func BenchmarkTripPropagation(b *testing.B) {
-	up, err := demoupstream.New(demoupstream.DefaultConfig())
-	if err != nil {
+	c := newTestCluster(b, 3, func(_ int, cfg *config.Config) {
+		rt := &cfg.Routes[0]
+		rt.Breaker.Failures, rt.Breaker.OpenFor, rt.Retry.MaxAttempts = 3, config.Duration(time.Minute), 1
+	})
+	if err := c.up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(up)
-	defer srv.Close()
-	defer up.Close()
-	if err := up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
-		b.Fatal(err)
-	}
-	nodes := benchNodes(b, 3, srv.URL)
-	tr := &http.Transport{MaxIdleConnsPerHost: 16}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	nodes := c.nodes
 	admin := &breakerAdmin{n: nodes[0], proposer: raftProposer{nodes[0].raft}}
 	fail := func(id int) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+nodes[0].HTTPAddr()+routePath(id), nil)
-		req.Header.Set("X-Tenant", "acme")
-		resp, err := client.Do(req)
-		if err != nil {
+		if _, err := c.tryGet(0, routePath(id), "X-Tenant", "acme"); err != nil {
 			b.Fatal(err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 	}
 	samples := make([]time.Duration, 0, b.N)
 	b.ResetTimer()

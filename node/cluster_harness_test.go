@@ -23,7 +23,7 @@ import (
 // with fast gossip and Raft timings, in front of one demo upstream. Nodes
 // can be crashed, stopped and restarted with the same name and data dir.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	up     *demoupstream.Server
 	upURL  string
 	cfgs   []*config.Config
@@ -40,7 +40,7 @@ type clusterOpt func(i int, cfg *config.Config)
 
 // newTestCluster starts n nodes (bootstrap_expect = min(n, 3)) and waits
 // until every node sees every other on its ring and a Raft leader exists.
-func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
+func newTestCluster(t testing.TB, n int, edits ...clusterOpt) *testCluster {
 	t.Helper()
 	return newTestClusterWith(t, n, nil, edits...)
 }
@@ -48,7 +48,7 @@ func newTestCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 // newTestClusterWith is newTestCluster with per-node Options (an injected Raft
 // transport, on-disk Raft, slower timings); nodeOpts runs for node i before
 // each start, so a restart gets the same options.
-func newTestClusterWith(t *testing.T, n int, nodeOpts func(i int, o *Options), edits ...clusterOpt) *testCluster {
+func newTestClusterWith(t testing.TB, n int, nodeOpts func(i int, o *Options), edits ...clusterOpt) *testCluster {
 	t.Helper()
 	up, err := demoupstream.New(demoupstream.DefaultConfig())
 	if err != nil {
@@ -203,26 +203,34 @@ func (c *testCluster) url(i int, path string) string {
 	return "http://" + c.nodes[i].HTTPAddr() + path
 }
 
-// get sends a GET through node i with header pairs kv.
+// get sends a GET through node i with header pairs kv; a failed request
+// fails the test.
 func (c *testCluster) get(i int, path string, kv ...string) answer {
 	c.t.Helper()
+	a, err := c.tryGet(i, path, kv...)
+	if err != nil {
+		c.t.Fatalf("GET %s via node %d: %v", path, i, err)
+	}
+	return a
+}
+
+// tryGet is get returning the error, for goroutines (which must not fail
+// the test themselves) and benchmarks.
+func (c *testCluster) tryGet(i int, path string, kv ...string) (answer, error) {
 	req, err := http.NewRequest(http.MethodGet, c.url(i, path), nil)
 	if err != nil {
-		c.t.Fatal(err)
+		return answer{}, err
 	}
 	for j := 0; j+1 < len(kv); j += 2 {
 		req.Header.Set(kv[j], kv[j+1])
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {
-		c.t.Fatalf("GET %s via node %d: %v", path, i, err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: body}
+	return answer{status: resp.StatusCode, header: resp.Header, body: body}, err
 }
 
 // ownerOf returns the index of the node owning the key of path (route
@@ -257,12 +265,18 @@ func reqFor(prefix, path, tenantHeader, tenant string) *proxy.Request {
 
 // quietLogger logs to t.Log at Info and above until the test ends, then
 // drops lines (gossip goroutines may log a last line after Close).
-func quietLogger(t *testing.T) *slog.Logger { return testutil.Logger(t, slog.LevelInfo) }
+// A benchmark's b.Log is always printed, so benchmarks get no log.
+func quietLogger(t testing.TB) *slog.Logger {
+	if _, bench := t.(*testing.B); bench {
+		return slog.New(slog.DiscardHandler)
+	}
+	return testutil.Logger(t, slog.LevelInfo)
+}
 
 // withUpstream builds a demo upstream of its own from ucfg (a shorter
 // ChangeEvery, say) and returns it with the edit that points every node's
 // route at it; the test then uses it in place of c.up.
-func withUpstream(t *testing.T, ucfg demoupstream.Config) (clusterOpt, *demoupstream.Server) {
+func withUpstream(t testing.TB, ucfg demoupstream.Config) (clusterOpt, *demoupstream.Server) {
 	t.Helper()
 	up, err := demoupstream.New(ucfg)
 	if err != nil {

@@ -30,7 +30,7 @@ const adminToken = "admin-token-for-tests"
 
 // testConfig is a single node on 127.0.0.1:0 with one route, "comments",
 // in front of upstream, and settings short enough for tests.
-func testConfig(t *testing.T, upstream string) *config.Config {
+func testConfig(t testing.TB, upstream string) *config.Config {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Node.Name = "n1"
@@ -146,7 +146,7 @@ func (a answer) envelope(t *testing.T) demoupstream.Envelope {
 }
 
 // expect checks status and X-Cache.
-func (a answer) expect(t *testing.T, status int, xcache string) {
+func (a answer) expect(t testing.TB, status int, xcache string) {
 	t.Helper()
 	if a.status != status || a.header.Get("X-Cache") != xcache {
 		t.Fatalf("got %d X-Cache=%q, want %d %q; headers %v body %s",
