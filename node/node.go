@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/levee/levee/cachefile"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,9 +61,9 @@ type Node struct {
 	breaker  *breaker.Breaker
 	engine   *proxy.Engine
 	api      *api.Server
-	cluster  *clusterPart // nil on a single node
-	raft     *raftPart    // nil without node.raft
-	persist  *persister   // nil without cache.persist
+	cluster  *clusterPart      // nil on a single node
+	raft     *raftPart         // nil without node.raft
+	persist  *cachefile.Keeper // nil without cache.persist
 
 	ln      net.Listener
 	srv     *http.Server
@@ -252,8 +253,8 @@ func (n *Node) onTransition(t breaker.Transition) {
 // bound, so HTTPAddr is valid (node.http may use port 0).
 func (n *Node) Start(ctx context.Context) error {
 	if n.persist != nil {
-		n.loadCache(n.persist)
-		n.persist.start()
+		n.persist.Load()
+		n.persist.Start()
 	}
 	ln, err := net.Listen("tcp", n.cfg.Node.HTTP)
 	if err != nil {
@@ -345,7 +346,7 @@ func (n *Node) close(graceful bool) error {
 		n.drain(graceful)
 		n.engine.Close()
 		if n.persist != nil {
-			n.persist.stop(graceful) // a kill saves nothing: the last periodic save stands
+			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
 			if err := n.raft.node.Close(); err != nil {
