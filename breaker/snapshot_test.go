@@ -264,3 +264,35 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+// TestStateMachineAppliesRestoresAndResets: the log's view of a Table
+// applies a command and hands its result back, snapshots and restores it,
+// and empties it on an empty restore.
+func TestStateMachineAppliesRestoresAndResets(t *testing.T) {
+	m := StateMachine{Table: NewTable(nil)}
+	data, err := Command{V: CommandVersion, Op: OpForceOpen, Route: "r", Node: "n1", At: 1, OpenFor: int64(time.Minute)}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.Apply(data, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeResult(out); err != nil {
+		t.Fatalf("DecodeResult: %v", err)
+	}
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := StateMachine{Table: NewTable(nil)}
+	if err := other.Restore(snap); err != nil || !other.Table.View("r").Forced {
+		t.Fatalf("restored view %+v, %v; want forced open", other.Table.View("r"), err)
+	}
+	if err := other.Restore(nil); err != nil || other.Table.View("r").Forced {
+		t.Fatalf("after an empty restore: %+v, %v; want empty", other.Table.View("r"), err)
+	}
+	if _, err := DecodeResult([]byte{0xc1}); err == nil {
+		t.Fatal("DecodeResult accepted garbage")
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
@@ -64,30 +62,7 @@ func stateMachines(t *breaker.Table) (*consensus.Mux, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mux, mux.Register(tagBreaker, "breaker", fsmAdapter{t})
-}
-
-// fsmAdapter is the consensus.StateMachine over the breaker table. Apply is
-// deterministic: the command carries the leader-stamped time.
-type fsmAdapter struct{ t *breaker.Table }
-
-func (f fsmAdapter) Apply(data []byte, _ time.Time) ([]byte, error) {
-	res, err := f.t.ApplyBytes(data)
-	if err != nil {
-		return nil, err
-	}
-	return msgpack.Marshal(&res)
-}
-func (f fsmAdapter) Snapshot() ([]byte, error) { return f.t.Snapshot() }
-
-// Restore replaces the table; nil (a Mux snapshot without a breaker
-// section) empties it.
-func (f fsmAdapter) Restore(b []byte) error {
-	if len(b) == 0 {
-		f.t.Reset()
-		return nil
-	}
-	return f.t.Restore(b)
+	return mux, mux.Register(tagBreaker, "breaker", breaker.StateMachine{Table: t})
 }
 
 // raftProposer implements breaker.Proposer through the Raft log.
@@ -106,11 +81,7 @@ func (p raftProposer) Propose(ctx context.Context, c breaker.Command) (breaker.R
 		return breaker.Result{}, err
 	}
 	p.r.n.metrics.CommitLatency.Observe(time.Since(start).Seconds())
-	var res breaker.Result
-	if err := msgpack.Unmarshal(out, &res); err != nil {
-		return breaker.Result{}, fmt.Errorf("node: undecodable breaker result: %w", err)
-	}
-	return res, nil
+	return breaker.DecodeResult(out)
 }
 
 // encode is the Raft entry of a breaker command (see tagBreaker).
