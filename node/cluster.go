@@ -120,7 +120,7 @@ func (c *clusterPart) watch() {
 		}
 		c.n.log.Info("membership", "event", ev.Type.String(), "member", ev.Member.Name, "state", ev.Member.State.String())
 		if c.n.raft != nil {
-			c.n.raft.reconcile()
+			c.n.raft.gossip.Reconcile()
 		}
 	}
 }

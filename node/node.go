@@ -297,7 +297,7 @@ func (n *Node) startCluster(ctx context.Context) error {
 			return err
 		}
 		if n.raft != nil {
-			n.raft.startPublishing(n.cluster.ml)
+			n.raft.gossip.StartPublishing()
 		}
 		return nil
 	}
@@ -338,7 +338,7 @@ func (n *Node) Crash() error { return n.close(false) }
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil {
-			n.raft.stopPublishing() // before gossip changes under it
+			n.raft.gossip.StopPublishing() // before gossip changes under it
 		}
 		if graceful {
 			n.announceStop()

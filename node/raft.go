@@ -2,11 +2,10 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/levee/levee/raftgossip"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -25,15 +24,7 @@ type raftPart struct {
 	mux       *consensus.Mux      // the state machines node replicates; see stateMachines
 	breaker   *breaker.Replicated // which breaker answers a call; see gate
 	guardView breaker.Reader      // the local guard's own, never replicated, state
-
-	mu       sync.Mutex
-	deadSeen map[string]time.Time // when a member was first seen dead or left
-
-	// formed is nudged on every leader change: the moment this node is most
-	// likely to have just gained Raft state worth gossiping.
-	formed      chan struct{}
-	stopPublish context.CancelFunc // nil until startPublishing
-	publishWG   sync.WaitGroup
+	gossip    *raftgossip.Bridge  // gossip view in, Raft state out
 }
 
 // proposeTimeout bounds one breaker proposal: a node that cannot commit in
@@ -94,17 +85,14 @@ func (r *raftPart) encode(c breaker.Command) ([]byte, error) {
 }
 
 func newRaftPart(n *Node) (*raftPart, error) {
-	r := &raftPart{n: n, deadSeen: map[string]time.Time{}, formed: make(chan struct{}, 1)}
+	r := &raftPart{n: n}
 	cfg := n.cfg
 	cc := consensusConfig(cfg, n.log)
 	cc.Forward, cc.ForwardRemove = r.forward, r.forwardRemove
 	cc.OnLeaderChange = func(isLeader bool, leader string) {
 		n.metrics.LeaderChanges.Inc()
 		n.log.Info("raft leader", "leader", leader, "self", isLeader)
-		select {
-		case r.formed <- struct{}{}:
-		default: // a nudge is already pending
-		}
+		r.gossip.Formed()
 	}
 	cc.Timings, cc.ReconcileInterval = n.opts.Timings.Raft, n.opts.Timings.RaftReconcile
 	cc.InMemory = n.opts.RaftInMemory
@@ -121,6 +109,7 @@ func newRaftPart(n *Node) (*raftPart, error) {
 	if r.node, err = consensus.New(cc, r.mux); err != nil {
 		return nil, err
 	}
+	r.gossip = r.newGossipBridge()
 	if r.breaker, err = r.newReplicated(); err != nil {
 		return nil, err
 	}
@@ -219,86 +208,25 @@ func (r *raftPart) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, erro
 	return out, err
 }
 
-// reconcile gives Raft the gossip view: it bootstraps once bootstrap_expect
-// members see each other, and the leader adds and removes voters.
-func (r *raftPart) reconcile() {
-	if r.n.cluster == nil || r.n.cluster.ml == nil {
-		return
-	}
-	now := time.Now()
-	r.mu.Lock()
-	var peers []consensus.Peer
-	for _, m := range r.n.cluster.ml.Members() {
-		if m.RaftAddr == "" {
-			continue
-		}
-		p := consensus.Peer{ID: m.Name, RaftAddr: m.RaftAddr, Status: peerStatus(m.State), Bootstrapped: m.Bootstrapped}
-		if p.Status == consensus.PeerAlive {
-			delete(r.deadSeen, m.Name)
-		} else if _, ok := r.deadSeen[m.Name]; !ok {
-			r.deadSeen[m.Name] = now
-		}
-		p.Since = r.deadSeen[m.Name]
-		peers = append(peers, p)
-	}
-	r.mu.Unlock()
-	r.node.Reconcile(peers)
-}
-
-// startPublishing gossips "this node holds Raft state" as soon as it does:
-// at once for a node restarted with state, otherwise after it bootstraps or
-// a leader replicates to it. Peers pass the flag to consensus as
-// Peer.Bootstrapped, which stops a fresh node from bootstrapping a second
-// cluster next to a formed one.
-func (r *raftPart) startPublishing(ml *cluster.Membership) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.stopPublish = cancel
-	r.publishWG.Go(func() { r.publishState(ctx, ml) })
-}
-
-// stopPublishing ends the publisher; safe to call twice or before start.
-func (r *raftPart) stopPublishing() {
-	if r.stopPublish != nil {
-		r.stopPublish()
-	}
-	r.publishWG.Wait()
-}
-
-// publishState polls HasState (woken early by leader changes) until it
-// holds, then sets the gossip flag once: Raft state is never lost while
-// the node runs.
-func (r *raftPart) publishState(ctx context.Context, ml *cluster.Membership) {
-	poll := r.n.opts.Timings.PublishPoll
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for !r.node.HasState() {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-r.formed:
-		}
-	}
-	switch err := ml.SetBootstrapped(true, poll); {
-	case errors.Is(err, cluster.ErrUpdateTimeout):
-		r.n.log.Debug("bootstrapped flag still spreading", "err", err)
-	case err != nil:
-		r.n.log.Warn("could not gossip the bootstrapped flag", "err", err)
-	default:
-		r.n.log.Debug("gossiping the bootstrapped flag")
-	}
-}
-
-func peerStatus(s cluster.MemberState) consensus.PeerStatus {
-	switch s {
-	case cluster.Left:
-		return consensus.PeerLeft
-	case cluster.Dead:
-		return consensus.PeerDead
-	case cluster.Suspect:
-		return consensus.PeerSuspect
-	}
-	return consensus.PeerAlive
+// newGossipBridge connects the node's gossip membership (once it runs)
+// and this Raft node (raftgossip).
+func (r *raftPart) newGossipBridge() *raftgossip.Bridge {
+	n := r.n
+	return raftgossip.New(raftgossip.Config{
+		Members: func() []cluster.Member {
+			if n.cluster == nil || n.cluster.ml == nil {
+				return nil
+			}
+			return n.cluster.ml.Members()
+		},
+		Reconcile: r.node.Reconcile,
+		HasState:  r.node.HasState,
+		SetBootstrapped: func(v bool, wait time.Duration) error {
+			return n.cluster.ml.SetBootstrapped(v, wait)
+		},
+		Poll:   n.opts.Timings.PublishPoll,
+		Logger: n.log.With("subsystem", "raft"),
+	})
 }
 
 // healthy reports whether this node can commit: it is the leader, or it
