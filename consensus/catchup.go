@@ -1,5 +1,11 @@
 package consensus
 
+import (
+	"strconv"
+
+	"github.com/hashicorp/raft"
+)
+
 // hashicorp/raft keeps the commit index in memory only. A restarted node
 // restores its latest snapshot and then applies nothing from its log until
 // a leader's AppendEntries tells it the commit index again; heartbeats do
@@ -27,7 +33,7 @@ func (n *Node) CaughtUp() bool {
 	// Both indexes only grow, so reading them apart cannot pass the check
 	// early: an applied index read after commit covers at least that commit.
 	commit := r.CommitIndex()
-	if caughtUp(commit, r.AppliedIndex()) {
+	if caughtUp(commit, r.AppliedIndex()) && n.fsmHolds(r, commit) {
 		n.caughtUp.Store(true)
 		return true
 	}
@@ -41,6 +47,44 @@ func (n *Node) CaughtUp() bool {
 // (nudge.go) trails in LastIndex, not here.
 func caughtUp(commit, applied uint64) bool {
 	return commit > 0 && applied >= commit
+}
+
+// fsmHolds reports whether the StateMachine itself has applied every
+// command up to commit. raft's AppliedIndex runs ahead of it: raft counts a
+// batch applied once it has queued it for the FSM goroutine (processLogs in
+// hashicorp/raft's raft.go), so a restarted node replaying its log would
+// otherwise be called caught up while its table still shows an earlier
+// state (a closed breaker between a forced close and the failures that
+// opened it again, say). Entries that never reach the StateMachine
+// (no-ops, barriers, configuration) are skipped; commands at or below the
+// last snapshot, or compacted away, were restored before raft counted them
+// applied.
+func (n *Node) fsmHolds(r *raft.Raft, commit uint64) bool {
+	n.mu.Lock()
+	logs := n.logs
+	n.mu.Unlock()
+	return commandsApplied(logs, commit, max(n.fsm.applied.Load(), lastSnapshotIndex(r)))
+}
+
+// commandsApplied: no command in logs lies in (floor, commit].
+func commandsApplied(logs raft.LogStore, commit, floor uint64) bool {
+	for i := commit; i > floor; i-- {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			return true // compacted: covered by a snapshot
+		}
+		if l.Type == raft.LogCommand {
+			return false
+		}
+	}
+	return true
+}
+
+// lastSnapshotIndex is the index of the snapshot raft last restored or
+// took (0 without one).
+func lastSnapshotIndex(r *raft.Raft) uint64 {
+	i, _ := strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
+	return i
 }
 
 // unformed reports that neither this node nor any peer it was told about

@@ -15,6 +15,7 @@ type fsm struct {
 	sm       StateMachine
 	log      *slog.Logger
 	rejected *atomic.Uint64 // Stats.ApplyErrors
+	applied  atomic.Uint64  // index of the last command Apply ran (see Node.fsmHolds)
 }
 
 // applyResult is what fsm.Apply hands back through the ApplyFuture.
@@ -28,6 +29,7 @@ type applyResult struct {
 // UTC() drops the monotonic reading and location that only the leader's
 // in-memory copy carries.
 func (f *fsm) Apply(l *raft.Log) any {
+	defer f.applied.Store(l.Index)
 	data, err := f.safeApply(l)
 	if err != nil {
 		f.rejected.Add(1)

@@ -50,6 +50,7 @@ type Node struct {
 	peers        []Peer // last Reconcile input
 	ownTrans     *raft.NetworkTransport
 	stores       io.Closer // bolt; nil when InMemory
+	logs         raft.LogStore
 	observer     *raft.Observer
 	observations chan raft.Observation
 
@@ -142,7 +143,7 @@ func (n *Node) startRaft() (err error) {
 	if err != nil {
 		return fmt.Errorf("consensus: start raft: %w", err)
 	}
-	n.stores = st.closer
+	n.stores, n.logs = st.closer, st.logs
 	n.hadState.Store(has)
 	n.restarted.Store(has)
 	n.raft.Store(r)
@@ -184,7 +185,8 @@ func (n *Node) openStores() (storeSet, error) {
 		_ = bolt.Close()
 		return storeSet{}, fmt.Errorf("consensus: log cache: %w", err)
 	}
-	return storeSet{logs: logs, stable: bolt, snaps: snaps, closer: bolt}, nil
+	stable := &closingStable{store: bolt, closer: bolt}
+	return storeSet{logs: logs, stable: stable, snaps: snaps, closer: stable}, nil
 }
 
 // openTransport returns the injected transport or a TCP one the Node owns.
@@ -208,6 +210,15 @@ func (n *Node) openTransport() (raft.Transport, error) {
 		Logger:                newHclog(n.log, "raft-net"),
 		MaxPool:               transportPool,
 		Timeout:               transportTimeout,
+		// 1 turns pipelined replication off. With pipelining (raft's
+		// default of 2 in flight, unbuffered channels), a follower's
+		// stale-term or failed answer ends the pipeline's decoder while the
+		// sender can still park one more AppendEntries on it: replication
+		// to that follower stops for good and Raft.Shutdown never returns
+		// (we hit it stopping a 5-node cluster; grafana/pyroscope#5518 has
+		// the same analysis and fix). Breaker commands are small and rare,
+		// so synchronous replication costs nothing measurable.
+		MaxRPCsInFlight: 1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("consensus: listen %s: %w", n.cfg.BindAddr, err)
