@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -8,9 +9,30 @@ import (
 )
 
 // StateMachine replicates a Table through a log: it has the shape of
-// consensus.StateMachine without importing it. Apply is deterministic: the
-// command carries the leader-stamped time, so the log's own time is unused.
-type StateMachine struct{ Table *Table }
+// consensus.StateMachine (and consensus.Stamper) without importing it.
+// Apply is deterministic: the command carries the leader-stamped time, so
+// the log's own time is unused.
+type StateMachine struct {
+	Table *Table
+	// Now is the leader's clock, which Stamp writes into forwarded
+	// commands. Default time.Now.
+	Now func() time.Time
+}
+
+// Stamp rewrites a forwarded command with the leader's clock, so every
+// breaker timer in the cluster runs on one clock.
+func (m StateMachine) Stamp(data []byte) ([]byte, error) {
+	c, err := DecodeCommand(data)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	c.At = now().UnixNano()
+	return c.Encode()
+}
 
 // Apply decodes and applies one encoded Command and returns its Result,
 // encoded (DecodeResult reads it back on the proposer).
@@ -42,4 +64,33 @@ func DecodeResult(b []byte) (Result, error) {
 		return Result{}, fmt.Errorf("breaker: undecodable result: %w", err)
 	}
 	return res, nil
+}
+
+// LogProposer is the Proposer of a replicated Table: Submit appends an
+// encoded command to the log and returns what StateMachine.Apply returned
+// once it is committed (consensus.Mux.Submitter over consensus.Node.Propose).
+type LogProposer struct {
+	Submit func(ctx context.Context, data []byte) ([]byte, error)
+	// Timeout bounds one proposal: a node that cannot commit in this time
+	// falls back to its local guard (Replicated) instead of holding
+	// requests. Default: the caller's context only.
+	Timeout time.Duration
+}
+
+// Propose commits c and returns the Result the table produced.
+func (p LogProposer) Propose(ctx context.Context, c Command) (Result, error) {
+	data, err := c.Encode()
+	if err != nil {
+		return Result{}, err
+	}
+	if p.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.Timeout)
+		defer cancel()
+	}
+	out, err := p.Submit(ctx, data)
+	if err != nil {
+		return Result{}, err
+	}
+	return DecodeResult(out)
 }

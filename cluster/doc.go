@@ -10,7 +10,10 @@
 //	memberEvents delegate ── member table (Members, Local)
 //	   │ append to an unbounded queue, never blocks memberlist
 //	   ▼
-//	pump goroutine ──► Events() channel ──► the node (ring Add/Remove, raft peers)
+//	pump goroutine ──► Events() channel
+//	   │ with subscribers (Subscribe): one dispatch goroutine calls each in
+//	   ▼ order (the node subscribes the ring, replication, the Raft bridge)
+//	ring Add/Remove ─► replica MemberUp ─► raftgossip Reconcile
 //
 // Each node advertises its HTTP and Raft addresses in memberlist node
 // metadata (msgpack). Memberlist cannot tell a graceful leave from a failure

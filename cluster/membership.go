@@ -125,6 +125,7 @@ type Membership struct {
 	log    *slog.Logger
 	queue  *memberEventQueue
 	events chan Event
+	subs   []func(Event) // see Subscribe
 
 	leaving        atomic.Bool  // advertise Leaving in metadata
 	bootstrapped   atomic.Bool  // advertise Bootstrapped in metadata
@@ -172,6 +173,32 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 // channel is closed by Close; events not yet delivered then are dropped.
 func (m *Membership) Events() <-chan Event { return m.events }
 
+// Subscribe has fn called with every event, in order, from one goroutine
+// the Membership owns; subscribers are called in the order they
+// subscribed, so one can rely on an earlier one having seen the event
+// (the ring before replication, say). fn must not block for long: it
+// holds up the events behind it. Subscribe before Start; a Membership
+// with subscribers delivers to them instead of on Events.
+func (m *Membership) Subscribe(fn func(Event)) {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	m.subs = append(m.subs, fn)
+}
+
+// dispatch delivers events to the subscribers until ctx ends (Close).
+func (m *Membership) dispatch(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-m.events:
+			for _, fn := range m.subs {
+				fn(ev)
+			}
+		}
+	}
+}
+
 // Start binds the gossip listener, joins the seeds and starts the rejoin
 // loop. A failed initial join is logged, not returned: the rejoin loop keeps
 // trying. The initial join blocks up to Timings.TCPTimeout per unreachable
@@ -190,6 +217,9 @@ func (m *Membership) Start(ctx context.Context) error {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	m.wg.Go(func() { m.queue.pump(bg, m.events) })
+	if len(m.subs) > 0 {
+		m.wg.Go(func() { m.dispatch(bg) })
+	}
 	ml, err := memberlist.Create(m.memberlistConfig())
 	if err != nil {
 		cancel()
@@ -367,6 +397,17 @@ func (m *Membership) Members() []Member {
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// Member returns the named member as last known (dead and left ones for
+// DeadRetention), and false for a name never seen or already reaped.
+func (m *Membership) Member(name string) (Member, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rec := m.members[name]; rec != nil {
+		return rec.member, true
+	}
+	return Member{}, false
 }
 
 // Local returns this node as a member. Before Start its GossipAddr is "".

@@ -29,6 +29,13 @@ type StateMachine interface {
 	Restore(data []byte) error
 }
 
+// Stamper is a StateMachine whose entries the leader rewrites before
+// appending a proposal a follower forwarded (Node.ApplyFromPeer). An error
+// refuses the proposal.
+type Stamper interface {
+	Stamp(data []byte) ([]byte, error)
+}
+
 // PeerStatus is the membership view of a peer, as the gossip layer sees it.
 type PeerStatus int
 
@@ -175,6 +182,14 @@ type Config struct {
 	SnapshotRetain int
 	// Timings are the Raft timeouts. Default DefaultTimings().
 	Timings Timings
+	// ContactLimit is how long a follower may go without hearing from its
+	// leader before Healthy reports it cut off from the quorum. Default 3s:
+	// three default heartbeats.
+	ContactLimit time.Duration
+	// OnCommit, when set, gets how long each successful proposal took:
+	// Propose's whole round trip on the proposer, and on the leader its
+	// share of a forwarded one (append, replicate, apply). Default nil.
+	OnCommit func(time.Duration)
 	// Forward sends a follower's proposal to the leader. Default nil:
 	// Propose on a follower returns ErrNotLeader.
 	Forward ForwardFunc
@@ -203,6 +218,7 @@ func DefaultConfig() Config {
 		TrailingLogs:        10240,
 		SnapshotRetain:      2,
 		Timings:             DefaultTimings(),
+		ContactLimit:        3 * time.Second,
 	}
 }
 
@@ -219,6 +235,7 @@ func (c Config) withDefaults() Config {
 	setIfZero(&c.SnapshotInterval, d.SnapshotInterval)
 	setIfZero(&c.TrailingLogs, d.TrailingLogs)
 	setIfZero(&c.SnapshotRetain, d.SnapshotRetain)
+	setIfZero(&c.ContactLimit, d.ContactLimit)
 	if c.Timings == (Timings{}) {
 		c.Timings = d.Timings
 	}
@@ -254,7 +271,7 @@ func (c Config) Validate() error {
 		return invalid("BootstrapExpect must be >= 1, got %d", c.BootstrapExpect)
 	case c.MinVoters < 1:
 		return invalid("MinVoters must be >= 1, got %d", c.MinVoters)
-	case c.DeadAfter < 0, c.StabilizationTime < 0, c.ReconcileInterval < 0, c.ConfigChangeTimeout < 0, c.SnapshotInterval < 0:
+	case c.DeadAfter < 0, c.StabilizationTime < 0, c.ReconcileInterval < 0, c.ConfigChangeTimeout < 0, c.SnapshotInterval < 0, c.ContactLimit < 0:
 		return invalid("durations must not be negative")
 	case c.SnapshotRetain < 1:
 		return invalid("SnapshotRetain must be >= 1, got %d", c.SnapshotRetain)

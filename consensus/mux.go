@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -171,6 +172,37 @@ func (m *Mux) Decode(data []byte) (Tag, []byte, error) {
 		return NoTag, nil, err
 	}
 	return mm.tag, payload, nil
+}
+
+// Stamp implements Stamper: an entry for a machine that is a Stamper is
+// rewritten by it and framed again under its tag; others pass unchanged.
+// A malformed entry is refused (ErrBadEntry, ErrUnknownTag).
+func (m *Mux) Stamp(data []byte) ([]byte, error) {
+	mm, payload, err := m.route(data)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := mm.sm.(Stamper)
+	if !ok {
+		return data, nil
+	}
+	if payload, err = st.Stamp(payload); err != nil {
+		return nil, fmt.Errorf("%s: %w", mm.name, err)
+	}
+	return m.Encode(mm.tag, payload)
+}
+
+// Submitter returns a function that proposes payloads for the machine
+// under tag through propose (typically Node.Propose): the machine's client
+// side, which never sees the framing.
+func (m *Mux) Submitter(tag Tag, propose func(context.Context, []byte) ([]byte, error)) func(context.Context, []byte) ([]byte, error) {
+	return func(ctx context.Context, payload []byte) ([]byte, error) {
+		data, err := m.Encode(tag, payload)
+		if err != nil {
+			return nil, err
+		}
+		return propose(ctx, data)
+	}
 }
 
 // route finds the machine for an entry and the bytes it should apply.

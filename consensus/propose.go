@@ -26,6 +26,15 @@ const (
 // never retried here.
 func (n *Node) Propose(ctx context.Context, data []byte) ([]byte, error) {
 	n.stats.proposals.Add(1)
+	start := time.Now()
+	out, err := n.propose(ctx, data)
+	if err == nil {
+		n.observeCommit(start)
+	}
+	return out, err
+}
+
+func (n *Node) propose(ctx context.Context, data []byte) ([]byte, error) {
 	var err error
 	for attempt := range proposeAttempts {
 		if attempt > 0 && !n.pause(ctx, n.cfg.Timings.HeartbeatTimeout) {
@@ -91,6 +100,36 @@ func (n *Node) ApplyLocal(ctx context.Context, data []byte) ([]byte, error) {
 		return nil, fmt.Errorf("consensus: unexpected apply response %T", f.Response())
 	}
 	return res.data, res.err
+}
+
+// ApplyFromPeer is ApplyLocal for a proposal a follower forwarded (the
+// leader's end of Config.Forward). A StateMachine that is a Stamper first
+// rewrites the entry with the leader's view (the breaker stamps the
+// leader's clock into its commands, so every breaker timer runs on one
+// clock).
+func (n *Node) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error) {
+	if st, ok := n.fsm.sm.(Stamper); ok {
+		var err error
+		if data, err = st.Stamp(data); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	out, err := n.ApplyLocal(ctx, data)
+	if err == nil {
+		n.observeCommit(start)
+	}
+	return out, err
+}
+
+// RemoveFromPeer is RemoveLocal for a removal a follower forwarded (the
+// leader's end of Config.ForwardRemove).
+func (n *Node) RemoveFromPeer(ctx context.Context, id string) error { return n.RemoveLocal(ctx, id) }
+
+func (n *Node) observeCommit(start time.Time) {
+	if n.cfg.OnCommit != nil {
+		n.cfg.OnCommit(time.Since(start))
+	}
 }
 
 // enqueueTimeout is how long raft may take to accept the entry: what is

@@ -33,7 +33,7 @@ func addNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Options))
 // flag of every alive member.
 func bootstrapFlags(c *testCluster, i int) map[string]bool {
 	flags := map[string]bool{}
-	for _, m := range c.nodes[i].cluster.ml.Members() {
+	for _, m := range c.nodes[i].cluster.ml.Load().Members() {
 		if m.State == cluster.Alive {
 			flags[m.Name] = m.Bootstrapped
 		}
@@ -49,6 +49,7 @@ func bootstrapFlags(c *testCluster, i int) map[string]bool {
 // second cluster. It must bootstrap nothing, and once Raft traffic flows
 // it is a voter of the founders' cluster.
 func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
+	t.Parallel()
 	net := newInmemNet(t, 4)
 	net.isolate(3) // a0's transport; the founders use 0..2
 	c := newTestClusterWith(t, 3, net.opts)

@@ -46,7 +46,8 @@ func BenchmarkTripPropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	nodes := c.nodes
-	admin := &breakerAdmin{n: nodes[0], proposer: raftProposer{nodes[0].raft}}
+	admin := &breaker.Admin{Node: nodes[0].Name(), Table: nodes[0].table, Proposer: nodes[0].raft.proposer,
+		OpenFor: func(string) (time.Duration, error) { return time.Minute, nil }}
 	fail := func(id int) {
 		if _, err := c.tryGet(0, routePath(id), "X-Tenant", "acme"); err != nil {
 			b.Fatal(err)

@@ -144,6 +144,7 @@ func burstRaft(_ int, o *Options) {
 // probe per open period; a failed probe re-opens everywhere and a
 // successful one closes everywhere.
 func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
+	t.Parallel()
 	const openFor = 2 * time.Second
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(openFor, 1))
 	setDown(t, c)
@@ -190,6 +191,7 @@ func TestTripOpensEveryNodeWithOneProbePerPeriod(t *testing.T) {
 // TestOpenBreakerSurvivesLeaderDeath: the committed open state survives the
 // leader's death, a new leader takes over and still grants one probe.
 func TestOpenBreakerSurvivesLeaderDeath(t *testing.T) {
+	t.Parallel()
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(2*time.Second, 1))
 	setDown(t, c)
 	tripVia(t, c, 0, 1000)
@@ -224,6 +226,7 @@ func TestOpenBreakerSurvivesLeaderDeath(t *testing.T) {
 // TestMinNodesNeedsFailuresFromDistinctNodes: with min_nodes 2, failures reported by one node only do
 // not trip the breaker; one more failure from a second node does.
 func TestMinNodesNeedsFailuresFromDistinctNodes(t *testing.T) {
+	t.Parallel()
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(20*time.Second, 2))
 	setDown(t, c)
 	for _, p := range keysOwnedBy(c, 0, 1000, 5) {
@@ -245,6 +248,7 @@ func TestMinNodesNeedsFailuresFromDistinctNodes(t *testing.T) {
 // TestOutageCostsFewLogEntries: an outage under 300 concurrent failing requests
 // costs a few log entries: failure reports after the trip are not needed.
 func TestOutageCostsFewLogEntries(t *testing.T) {
+	t.Parallel()
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(20*time.Second, 1))
 	waitAgreed(c)
 	before := c.nodes[0].raft.node.State().LastIndex
@@ -264,6 +268,7 @@ func TestOutageCostsFewLogEntries(t *testing.T) {
 // Raft position and the local guard; admin POSTs need the token and commit
 // cluster-wide; the breaker and Raft series move.
 func TestBreakerAdminAndMetricsShowRaftPosition(t *testing.T) {
+	t.Parallel()
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(20*time.Second, 1))
 	tests := []struct {
 		name, action, token string

@@ -63,6 +63,7 @@ func (net inmemNet) opts(i int, o *Options) { o.RaftTransport = net[i] }
 // a dead upstream after `failures` calls; meanwhile the majority trips the
 // committed breaker. On heal, every node holds the committed state.
 func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
+	t.Parallel()
 	net := newInmemNet(t, 3)
 	c := newTestClusterWith(t, 3, net.opts, breakerEdit(20*time.Second, 1))
 	// Crash, not Close: a graceful leader hands leadership over with a
@@ -80,7 +81,7 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 	c.waitFor(10*time.Second, "the node to catch up", c.nodes[k].raft.node.CaughtUp)
 	net.isolate(k)
 	c.waitFor(10*time.Second, "the isolated node to lose its quorum", func() bool {
-		return !c.nodes[k].raft.healthy() && c.nodes[major].raft.healthy()
+		return !c.nodes[k].raft.node.Healthy() && c.nodes[major].raft.node.Healthy()
 	})
 
 	setDown(t, c)
@@ -102,7 +103,7 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 		t.Fatalf("isolated node's committed state %s changed without a quorum", st)
 	}
 	net.heal()
-	c.waitFor(10*time.Second, "the isolated node to rejoin", func() bool { return c.nodes[k].raft.healthy() })
+	c.waitFor(10*time.Second, "the isolated node to rejoin", func() bool { return c.nodes[k].raft.node.Healthy() })
 	views := waitAgreed(c)
 	if len(views) != 1 || views[0].State != breaker.Open {
 		t.Fatalf("after heal: %+v, want the committed open state everywhere", views)
@@ -138,6 +139,7 @@ func forceCycles(t *testing.T, c *testCluster, i, n int) {
 // ends with the same FSM, and a crashed node that missed more than the
 // trailing log comes back with its state and catches up.
 func TestBreakerStateSurvivesSnapshotAndRestart(t *testing.T) {
+	t.Parallel()
 	c := newTestClusterWith(t, 3, diskRaft, breakerEdit(20*time.Second, 1))
 	forceCycles(t, c, 0, 8)
 	waitAgreed(c)

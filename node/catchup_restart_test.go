@@ -61,6 +61,7 @@ func sendVia(t *testing.T, c *testCluster, i int, paths []string, concurrent boo
 // the committed open state and makes no calls. With no grace the guard
 // decides alone at once, as on a node without quorum: `failures` calls.
 func TestCatchupRestartedNodeHoldsOpen(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		cutOff     bool // restart with Raft cut off until after the requests
@@ -158,6 +159,7 @@ func moveOn(t *testing.T, c *testCluster) {
 // a healthy cluster catch up without any write, and then serve a burst of
 // concurrent requests through every node normally.
 func TestCatchupWindowEnds(t *testing.T) {
+	t.Parallel()
 	net := newInmemNet(t, 3)
 	opts := catchupRaft(net, 0)
 	c := newTestClusterWith(t, 3, opts, breakerEdit(time.Minute, 1))

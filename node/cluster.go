@@ -4,59 +4,57 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"sort"
-
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/config"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/replica"
 	"github.com/levee/levee/ring"
 )
 
 // clusterPart is everything a node runs only in a cluster: membership,
-// the ring fed from it, and the replica.Replicator it wires to both. Its
-// watch loop is the one consumer of membership events: member table →
-// ring → replication → Raft voter reconciliation.
+// the ring fed from it, and the replica.Replicator wired to both. Each
+// part subscribes to membership events itself, in order: ring, then
+// replication, then whoever else start is given (the Raft bridge).
 type clusterPart struct {
-	n       *Node
-	ml      *cluster.Membership
-	leaveIn time.Duration // the gossip timings' LeaveTimeout
+	cfg     *config.Config
+	log     *slog.Logger
+	timings cluster.Timings
 	ring    *ring.Ring
 	client  *peer.Client // shared by replication and Raft forwarding
 	rep     *replica.Replicator
-
-	mu      sync.RWMutex
-	members map[string]cluster.Member // last known, including dead ones
-
-	wg sync.WaitGroup
+	ml      atomic.Pointer[cluster.Membership] // set by start
 }
 
-func newClusterPart(n *Node) (*clusterPart, error) {
-	cfg := n.cfg
+func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, log *slog.Logger) (*clusterPart, error) {
 	rg, err := ring.New(ring.Config{Partitions: cfg.Cluster.Partitions, ReplicationFactor: ring.DefaultConfig().ReplicationFactor, Load: cfg.Cluster.LoadFactor})
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterPart{n: n, ring: rg, members: map[string]cluster.Member{},
-		client: peer.NewClient(peer.ClientConfig{Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D()})}
+	c := &clusterPart{cfg: cfg, log: log, timings: opts.Timings.Gossip, ring: rg, client: peer.NewClient(peer.ClientConfig{
+		Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D(), Transport: opts.PeerTransport})}
 	rc := replica.DefaultConfig()
 	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication
 	rc.NearCacheBytes, rc.NearCacheTTL = cfg.Cluster.NearCache.MaxBytes.Int64(), cfg.Cluster.NearCache.TTL.D()
-	rc.HandoffInterval = n.opts.Timings.Handoff
+	rc.HandoffInterval = opts.Timings.Handoff
 	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{c}, c.client
-	rc.Observer, rc.Logger, rc.Now = n.metrics, n.log.With("subsystem", "replica"), n.opts.Now
+	rc.Observer, rc.Logger, rc.Now = o, log.With("subsystem", "replica"), opts.Now
 	if c.rep, err = replica.New(rc); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// start joins the cluster. httpAddr is the bound API address to advertise.
-func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) error {
-	cfg := c.n.cfg
+// start joins the cluster, advertising the bound API and Raft addresses
+// and, when this node holds Raft state, the bootstrapped flag from the
+// very first gossip. subs get every membership event after the ring and
+// replication have.
+func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string, hasRaftState bool, subs ...func(cluster.Event)) error {
+	cfg := c.cfg
 	mc := cluster.DefaultMembershipConfig()
 	mc.Name, mc.BindAddr, mc.Join, mc.Secret = cfg.Node.Name, cfg.Node.Gossip, cfg.Node.Join, cfg.Cluster.Secret
 	mc.HTTPAddr, mc.RaftAddr = advertised(cfg.Node.Advertise, httpAddr), raftAddr
@@ -64,26 +62,38 @@ func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string) erro
 		_, port, _ := net.SplitHostPort(cfg.Node.Gossip)
 		mc.AdvertiseAddr = net.JoinHostPort(cfg.Node.Advertise, port)
 	}
-	mc.RejoinInterval = cfg.Cluster.RejoinInterval.D()
-	mc.Logger = c.n.log.With("subsystem", "gossip")
-	mc.Timings = c.n.opts.Timings.Gossip
+	mc.RejoinInterval, mc.Logger, mc.Timings = cfg.Cluster.RejoinInterval.D(), c.log.With("subsystem", "gossip"), c.timings
 	ml, err := cluster.NewMembership(mc)
 	if err != nil {
 		return err
 	}
-	c.ml, c.leaveIn = ml, mc.Timings.LeaveTimeout
-	if c.n.raft != nil && c.n.raft.node.HasState() {
-		// Restarted with Raft state: say so in the very first gossip. Before
-		// Start this only sets the flag and cannot fail.
-		_ = ml.SetBootstrapped(true, 0)
+	_ = ml.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
+	for _, fn := range append([]func(cluster.Event){c.onEvent}, subs...) {
+		ml.Subscribe(fn)
 	}
+	c.ml.Store(ml)
 	if err := ml.Start(ctx); err != nil {
 		return fmt.Errorf("node: gossip on node.gossip %s: %w", cfg.Node.Gossip, err)
 	}
 	c.rep.Start()
-	c.wg.Add(1)
-	go c.watch()
 	return nil
+}
+
+// onEvent keeps the ring (which never sees memberlist) and replication in
+// step with membership.
+func (c *clusterPart) onEvent(ev cluster.Event) {
+	switch ev.Type {
+	case cluster.EventJoin, cluster.EventUpdate:
+		if ev.Member.State == cluster.Alive {
+			if err := c.ring.Add(ev.Member.Name); err != nil {
+				c.log.Error("ring add", "member", ev.Member.Name, "err", err)
+			}
+			c.rep.MemberUp(ev.Member.Name)
+		}
+	case cluster.EventLeave, cluster.EventFail:
+		c.ring.Remove(ev.Member.Name)
+	}
+	c.log.Info("membership", "event", ev.Type.String(), "member", ev.Member.Name, "state", ev.Member.State.String())
 }
 
 // advertised replaces the host of a bound address with the advertise host.
@@ -98,38 +108,35 @@ func advertised(host, bound string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// watch turns membership events into ring changes (the ring never sees
-// memberlist), tells replication of members coming up, and lets Raft
-// reconcile its voters.
-func (c *clusterPart) watch() {
-	defer c.wg.Done()
-	for ev := range c.ml.Events() {
-		c.mu.Lock()
-		c.members[ev.Member.Name] = ev.Member
-		c.mu.Unlock()
-		switch ev.Type {
-		case cluster.EventJoin, cluster.EventUpdate:
-			if ev.Member.State == cluster.Alive {
-				if err := c.ring.Add(ev.Member.Name); err != nil {
-					c.n.log.Error("ring add", "member", ev.Member.Name, "err", err)
-				}
-				c.rep.MemberUp(ev.Member.Name)
-			}
-		case cluster.EventLeave, cluster.EventFail:
-			c.ring.Remove(ev.Member.Name)
-		}
-		c.n.log.Info("membership", "event", ev.Type.String(), "member", ev.Member.Name, "state", ev.Member.State.String())
-		if c.n.raft != nil {
-			c.n.raft.gossip.Reconcile()
-		}
+// member is the named member as last known; false before start.
+func (c *clusterPart) member(name string) (cluster.Member, bool) {
+	if ml := c.ml.Load(); ml != nil {
+		return ml.Member(name)
 	}
+	return cluster.Member{}, false
 }
 
-func (c *clusterPart) member(name string) (cluster.Member, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	m, ok := c.members[name]
-	return m, ok
+// members is every known member; nil before start.
+func (c *clusterPart) members() []cluster.Member {
+	if ml := c.ml.Load(); ml != nil {
+		return ml.Members()
+	}
+	return nil
+}
+
+// httpAddr is a member's API address, for forwarding to it.
+func (c *clusterPart) httpAddr(name string) (string, bool) {
+	m, ok := c.member(name)
+	return m.HTTPAddr, ok && m.HTTPAddr != ""
+}
+
+// setBootstrapped gossips the "holds Raft state" flag (raftgossip); before
+// start there is nothing to gossip it on, and start advertises it anyway.
+func (c *clusterPart) setBootstrapped(v bool, wait time.Duration) error {
+	if ml := c.ml.Load(); ml != nil {
+		return ml.SetBootstrapped(v, wait)
+	}
+	return nil
 }
 
 // memberAddrs is the member table as replication addresses it.
@@ -141,11 +148,8 @@ func (m memberAddrs) Member(name string) (replica.Member, bool) {
 }
 
 func (m memberAddrs) Live() []replica.Member {
-	if m.c.ml == nil {
-		return nil
-	}
 	var out []replica.Member
-	for _, mb := range m.c.ml.Members() {
+	for _, mb := range m.c.members() {
 		if mb.State == cluster.Alive {
 			out = append(out, replica.Member{Name: mb.Name, Addr: mb.HTTPAddr})
 		}
@@ -156,55 +160,35 @@ func (m memberAddrs) Live() []replica.Member {
 // ready: the node has joined (it sees itself on the ring).
 func (c *clusterPart) ready() error {
 	for _, m := range c.ring.Members() {
-		if m == c.n.cfg.Node.Name {
+		if m == c.cfg.Node.Name {
 			return nil
 		}
 	}
 	return errors.New("not on the ring yet")
 }
 
-// MemberStatus is one member in /-/cluster.
-type MemberStatus struct {
-	Name   string  `json:"name"`
-	State  string  `json:"state"`
-	HTTP   string  `json:"http"`
-	Gossip string  `json:"gossip"`
-	Raft   string  `json:"raft,omitempty"`
-	Share  float64 `json:"ring_share"`
-}
-
-func (c *clusterPart) status() []MemberStatus {
-	shares := c.ring.Shares()
-	var out []MemberStatus
-	for _, m := range c.ml.Members() {
-		out = append(out, MemberStatus{Name: m.Name, State: m.State.String(), HTTP: m.HTTPAddr,
-			Gossip: m.GossipAddr, Raft: m.RaftAddr, Share: shares[m.Name]})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+func (c *clusterPart) status() []cluster.MemberStatus {
+	return cluster.Statuses(c.members(), c.ring.Shares())
 }
 
 // leave announces a graceful departure in gossip (peers stop routing to
 // this node; its Raft seat is kept). Calling it twice is harmless.
 func (c *clusterPart) leave() {
-	if c.ml == nil {
+	ml := c.ml.Load()
+	if ml == nil {
 		return
 	}
-	if err := c.ml.Leave(c.leaveIn); err != nil {
-		c.n.log.Warn("gossip leave", "err", err)
+	if err := ml.Leave(c.timings.LeaveTimeout); err != nil {
+		c.log.Warn("gossip leave", "err", err)
 	}
 }
 
-// close announces a graceful departure if asked, then stops gossip (which
-// ends watch), replication, and the client they shared.
-func (c *clusterPart) close(graceful bool) {
-	if c.ml != nil {
-		if graceful {
-			c.leave()
-		}
-		c.ml.Close()
+// close stops gossip (and event delivery), replication, and the client
+// they shared.
+func (c *clusterPart) close() {
+	if ml := c.ml.Load(); ml != nil {
+		ml.Close()
 	}
-	c.wg.Wait()
 	c.rep.Close()
 	c.client.Close()
 }

@@ -31,6 +31,7 @@ type testCluster struct {
 	opts   Options
 	client *http.Client
 	tr     *http.Transport
+	links  []*linkCut // node i's peer transport, kept across restarts
 }
 
 const clusterSecret = "cluster-secret-for-tests"
@@ -98,11 +99,15 @@ func (c *testCluster) start(i int) {
 	cfg.Node.Join = nil
 	for j, other := range c.nodes {
 		if j != i && other != nil {
-			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
+			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.Load().GossipAddr())
 		}
 	}
 	opts := c.opts
 	opts.Logger = c.opts.Logger.With("test_node", cfg.Node.Name)
+	for len(c.links) <= i {
+		c.links = append(c.links, newLinkCut())
+	}
+	opts.PeerTransport = c.links[i]
 	n, err := New(cfg, opts)
 	if err != nil {
 		c.t.Fatalf("New %s: %v", cfg.Node.Name, err)

@@ -9,6 +9,7 @@ import (
 // key spread over every node cost exactly one upstream call, and every
 // client gets the body.
 func TestClusterColdKeyOneUpstreamCall(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{3, 5} {
 		t.Run(string(rune('0'+n))+" nodes", func(t *testing.T) {
 			c := newTestCluster(t, n)

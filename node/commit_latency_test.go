@@ -39,7 +39,7 @@ func TestLeaderTimesForwardedCommits(t *testing.T) {
 		proposals := c.nodes[leader].raft.node.Stats().Proposals
 		cmd := breaker.Command{V: breaker.CommandVersion, Op: breaker.OpForceClose, Route: testRoute,
 			Node: c.cfgs[follower].Node.Name, At: time.Now().UnixNano()}
-		if _, err := (raftProposer{c.nodes[follower].raft}).Propose(t.Context(), cmd); err != nil {
+		if _, err := c.nodes[follower].raft.proposer.Propose(t.Context(), cmd); err != nil {
 			t.Fatalf("propose on follower: %v", err)
 		}
 		if !c.nodes[leader].raft.node.IsLeader() && attempt < 3 {

@@ -3,6 +3,10 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +22,7 @@ import (
 // the original body: the owner asks the replica for its copy instead of
 // answering 503.
 func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3, func(_ int, cfg *config.Config) {
 		// Past fresh and stale within seconds: only stale-if-error serves.
 		cfg.Routes[0].Cache.Fresh = config.Duration(500 * time.Millisecond)
@@ -135,6 +140,7 @@ func waitUpstreamMoved(c *testCluster, since time.Time) {
 // on the rejoin, so every node answers that version, not one the owner
 // would fetch anew.
 func TestHealHandoffToRestartedOwner(t *testing.T) {
+	t.Parallel()
 	c, up, orig, owner, _, third := healCluster(t)
 	waitUpstreamMoved(c, time.Now())
 	c.crash(owner)
@@ -172,6 +178,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 // third node serves a newer version; once the link heals, the periodic
 // hand-off gives the owner that version and no node goes back to the older.
 func TestHealHandoffAfterLinkCut(t *testing.T) {
+	t.Parallel()
 	// No near cache: a forward that got through must not be answered
 	// from it on the next attempt.
 	c, _, orig, owner, _, third := healCluster(t, func(_ int, cfg *config.Config) { cfg.Cluster.NearCache.MaxBytes = 0 })
@@ -212,23 +219,41 @@ func TestHealHandoffAfterLinkCut(t *testing.T) {
 	}
 }
 
-// cutLink makes node from's calls to node to fail (its member record points
-// at a port nothing listens on) until the returned function heals it.
+// cutLink makes node from's calls to node to fail as over a cut link
+// (connection refused) until the returned function heals it.
 func cutLink(t *testing.T, c *testCluster, from, to int) (heal func()) {
 	t.Helper()
-	cp, name := c.nodes[from].cluster, c.cfgs[to].Node.Name
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	m, ok := cp.members[name]
-	if !ok {
-		t.Fatalf("node %d does not know %s", from, name)
-	}
-	cut := m
-	cut.HTTPAddr = "127.0.0.1:0"
-	cp.members[name] = cut
-	return func() {
-		cp.mu.Lock()
-		defer cp.mu.Unlock()
-		cp.members[name] = m
-	}
+	addr := c.nodes[to].HTTPAddr()
+	c.links[from].block(addr, true)
+	return func() { c.links[from].block(addr, false) }
 }
+
+// linkCut is a node's peer transport that refuses calls to blocked
+// addresses, the way a cut network link does.
+type linkCut struct {
+	base    *http.Transport
+	mu      sync.Mutex
+	blocked map[string]bool
+}
+
+func newLinkCut() *linkCut {
+	return &linkCut{base: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}, blocked: map[string]bool{}}
+}
+
+func (l *linkCut) block(addr string, cut bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.blocked[addr] = cut
+}
+
+func (l *linkCut) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	cut := l.blocked[r.URL.Host]
+	l.mu.Unlock()
+	if cut {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return l.base.RoundTrip(r)
+}
+
+func (l *linkCut) CloseIdleConnections() { l.base.CloseIdleConnections() }

@@ -176,6 +176,7 @@ func checkOwners(c *testCluster, via, keys int) {
 // nodes. No request fails, keys are then answered by their new owners, and
 // each change moves about 1/N of the keys (N = 4, the larger membership).
 func TestClusterJoinLeaveUnderLoad(t *testing.T) {
+	t.Parallel()
 	const loadKeys, ringKeys, n = 200, 2000, 4
 	c := newTestCluster(t, 3, func(_ int, cfg *config.Config) {
 		// The key's owner may change mid-test: a node that never saw the key

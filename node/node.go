@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/levee/levee/cachefile"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/cachefile"
+	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
@@ -25,6 +25,9 @@ import (
 	"github.com/levee/levee/upstream"
 )
 
+// nowFunc is the node's clock.
+type nowFunc = func() time.Time
+
 // Options are the parts of a node that are not configuration: they let tests
 // inject a clock, an upstream transport and a logger.
 type Options struct {
@@ -33,7 +36,7 @@ type Options struct {
 	// Transport carries upstream calls. Default: upstream's tuned transport.
 	Transport http.RoundTripper
 	// Now is the clock for the cache, breaker and engine. Default time.Now.
-	Now func() time.Time
+	Now nowFunc
 	// Timings are the node's failure-detection and spread timings.
 	// Default: DefaultTimings() for every zero field.
 	Timings Timings
@@ -46,9 +49,14 @@ type Options struct {
 	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
 	// raft.InmemTransport to partition nodes). The caller closes it.
 	RaftTransport raft.Transport
+	// PeerTransport, when set, carries node-to-node calls (tests inject one
+	// that cuts links). Default: peer's keep-alive pool.
+	PeerTransport http.RoundTripper
 }
 
-// Node is one running Levee node.
+// Node is one running Levee node: it constructs its parts, starts them in
+// order and stops them in reverse order. The parts get the narrow
+// functions they need from each other, never the Node.
 type Node struct {
 	cfg  *config.Config
 	opts Options
@@ -58,16 +66,12 @@ type Node struct {
 	cache    *store.Cache
 	upstream *upstream.Client
 	table    *breaker.Table
-	breaker  *breaker.Breaker
 	engine   *proxy.Engine
 	api      *api.Server
 	cluster  *clusterPart      // nil on a single node
 	raft     *raftPart         // nil without node.raft
 	persist  *cachefile.Keeper // nil without cache.persist
-
-	ln      net.Listener
-	srv     *http.Server
-	serveWG sync.WaitGroup
+	http     *api.Listener     // set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
@@ -92,49 +96,35 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	if cfg.Node.Gossip != "" && cfg.Cluster.Secret == "" {
 		n.log.Warn("cluster.secret is empty: gossip is unencrypted and node-to-node calls are unauthenticated")
 	}
-	if err := n.wireCore(); err != nil {
+	if err := n.wire(); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
-// wireCore builds the pipeline, cache → breaker → retry → upstream behind
-// the API, and, when configured, the cluster (gossip, ring, forwarding,
-// replication) and the Raft-replicated breaker.
-func (n *Node) wireCore() error {
+// wire builds the parts in dependency order: cache and upstream, the
+// cluster (gossip, ring, replication), the breaker (Raft-replicated with a
+// local guard, or local), the engine over all of them, and the API.
+func (n *Node) wire() error {
 	var err error
-	n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now})
+	if n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now}); err != nil {
+		return err
+	}
+	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, Logger: n.log.With("subsystem", "upstream"), Observer: n.metrics})
 	if err != nil {
 		return err
 	}
-	n.upstream, err = upstream.New(upstream.Config{
-		Transport: n.opts.Transport,
-		Logger:    n.log.With("subsystem", "upstream"),
-		Observer:  n.metrics,
-	})
-	if err != nil {
-		return err
+	if n.cfg.Node.Gossip != "" {
+		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.metrics, n.log); err != nil {
+			return err
+		}
 	}
 	n.table = breaker.NewTable(n.onTransition)
 	gate, proposer, err := n.wireBreaker()
 	if err != nil {
 		return err
 	}
-	routes, err := proxyRoutes(n.cfg)
-	if err != nil {
-		return err
-	}
-	pc := proxy.Config{
-		Node: n.cfg.Node.Name, Routes: routes, Cache: n.cache, Upstream: n.upstream,
-		Breaker: gate, Observer: n.metrics, Logger: n.log.With("subsystem", "proxy"), Now: n.opts.Now,
-	}
-	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = newClusterPart(n); err != nil {
-			return err
-		}
-		pc.OnStore, pc.Recover, pc.Owns = n.cluster.rep.OnStore, n.cluster.rep.Recover, n.cluster.rep.Owns
-	}
-	if n.engine, err = proxy.New(pc); err != nil {
+	if err := n.wireEngine(gate); err != nil {
 		return err
 	}
 	n.registerGauges()
@@ -149,20 +139,48 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	if n.cfg.Node.Raft == "" {
 		local := breaker.NewLocal(n.table)
 		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
-		return breakerGate(b), local, err
+		return gateFunc(b.AllowCall), local, err
 	}
-	r, err := newRaftPart(n)
-	if err != nil {
+	d := raftDeps{table: n.table, now: n.opts.Now, log: n.log.With("subsystem", "raft"),
+		onCommit: func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
+		onLeader: n.metrics.LeaderChanges.Inc, setBootstrapped: func(bool, time.Duration) error { return nil }}
+	if c := n.cluster; c != nil {
+		d.client, d.httpAddr, d.members, d.setBootstrapped = c.client, c.httpAddr, c.members, c.setBootstrapped
+	}
+	var err error
+	if n.raft, err = newRaftPart(n.cfg, n.opts, d); err != nil {
 		return nil, nil, err
 	}
-	n.raft = r
-	return r.gate(), raftProposer{r}, nil
+	return gateFunc(n.raft.breaker.Allow), n.raft.proposer, nil
+}
+
+func (n *Node) wireEngine(gate proxy.Gate) error {
+	routes, err := proxyRoutes(n.cfg)
+	if err != nil {
+		return err
+	}
+	pc := proxy.Config{
+		Node: n.cfg.Node.Name, Routes: routes, Cache: n.cache, Upstream: n.upstream,
+		Breaker: gate, Observer: n.metrics, Logger: n.log.With("subsystem", "proxy"), Now: n.opts.Now,
+	}
+	if n.cluster != nil {
+		rep := n.cluster.rep
+		pc.OnStore, pc.Recover, pc.Owns = rep.OnStore, rep.Recover, rep.Owns
+	}
+	n.engine, err = proxy.New(pc)
+	return err
 }
 
 func (n *Node) wireAPI(proposer breaker.Proposer) error {
-	var admin api.Breakers = &breakerAdmin{n: n, proposer: proposer}
+	openFor := func(route string) (time.Duration, error) {
+		if rt, ok := n.engine.Route(route); ok {
+			return rt.Breaker.OpenFor, nil
+		}
+		return 0, fmt.Errorf("%w: %q", proxy.ErrUnknownRoute, route)
+	}
+	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now}
 	if n.raft != nil {
-		admin = raftBreakerAdmin{admin.(*breakerAdmin)}
+		admin = raftBreakers{Admin: admin.(*breaker.Admin), raft: n.raft.node, guard: n.raft.breaker.Guard()}
 	}
 	ac := api.Config{
 		Node: n.cfg.Node.Name, Routes: routeInfos(n.cfg), Engine: n.engine,
@@ -175,30 +193,37 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		ac.Peers = n.cluster.rep
 	}
 	if n.raft != nil {
-		ac.Seats = seats{n}
+		ac.Seats = n.seats()
 	}
 	var err error
 	if n.api, err = api.New(ac); err != nil {
 		return err
 	}
-	if n.cluster != nil || n.raft != nil {
-		pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
-		if n.cluster != nil {
-			srv := replica.NewServer(n.engine, n.metrics)
-			pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
-		}
-		if n.raft != nil {
-			pc.Raft, pc.RaftRemove = n.raft, n.raft
-		}
-		n.api.EnablePeers(pc)
-	}
+	n.enablePeers()
 	return nil
+}
+
+// enablePeers mounts the node-to-node endpoints of the parts this node
+// runs: replication's, and the Raft leader's end of forwarding.
+func (n *Node) enablePeers() {
+	if n.cluster == nil && n.raft == nil {
+		return
+	}
+	pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
+	if n.cluster != nil {
+		srv := replica.NewServer(n.engine, n.metrics)
+		pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
+	}
+	if n.raft != nil {
+		pc.Raft, pc.RaftRemove = n.raft.node, n.raft.node
+	}
+	n.api.EnablePeers(pc)
 }
 
 // ready: serving, and in a cluster, on the ring. Raft is not required:
 // availability comes first, and the local guard covers a missing quorum.
 func (n *Node) ready() error {
-	if n.ln == nil {
+	if n.http == nil {
 		return errors.New("not listening")
 	}
 	if n.cluster != nil {
@@ -209,21 +234,22 @@ func (n *Node) ready() error {
 
 // Status is the node's /-/cluster document.
 type Status struct {
-	Node    string         `json:"node"`
-	HTTP    string         `json:"http"`
-	Members []MemberStatus `json:"members"`
-	Raft    *RaftStatus    `json:"raft,omitempty"`
+	Node    string                 `json:"node"`
+	HTTP    string                 `json:"http"`
+	Members []cluster.MemberStatus `json:"members"`
+	Raft    *consensus.Status      `json:"raft,omitempty"`
 }
 
 func (n *Node) status() any {
 	st := Status{Node: n.cfg.Node.Name, HTTP: advertised(n.cfg.Node.Advertise, n.HTTPAddr())}
-	if n.cluster != nil && n.cluster.ml != nil {
+	if n.cluster != nil {
 		st.Members = n.cluster.status()
-	} else {
-		st.Members = []MemberStatus{{Name: n.cfg.Node.Name, State: "alive", HTTP: n.HTTPAddr(), Share: 1}}
+	}
+	if len(st.Members) == 0 {
+		st.Members = []cluster.MemberStatus{{Name: n.cfg.Node.Name, State: "alive", HTTP: n.HTTPAddr(), Share: 1}}
 	}
 	if n.raft != nil {
-		rs := n.raft.status()
+		rs := n.raft.node.Status()
 		st.Raft = &rs
 	}
 	return st
@@ -233,13 +259,13 @@ func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
 	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
-	if n.raft != nil {
+	if r := n.raft; r != nil {
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
-			func() float64 { return float64(n.raft.node.Stats().ApplyErrors) })
+			func() float64 { return float64(r.node.Stats().ApplyErrors) })
 		n.metrics.CounterFunc("levee_breaker_guard_fallbacks_total", "Calls the local guard breaker decided because a committed breaker proposal failed.",
-			func() float64 { return float64(n.raft.breaker.Fallbacks()) })
+			func() float64 { return float64(r.breaker.Fallbacks()) })
 		n.metrics.CounterFunc("levee_raft_legacy_entries_total", "Untagged (pre-mux format) Raft log entries applied here.",
-			func() float64 { return float64(n.raft.mux.Stats().LegacyEntries) })
+			func() float64 { return float64(r.mux.Stats().LegacyEntries) })
 	}
 }
 
@@ -249,32 +275,19 @@ func (n *Node) onTransition(t breaker.Transition) {
 		"by", t.Node, "reason", t.Reason)
 }
 
-// Start listens on node.http and serves. It returns once the listener is
-// bound, so HTTPAddr is valid (node.http may use port 0).
+// Start loads the saved cache, serves node.http, then starts Raft (so its
+// bound address can be gossiped) and gossip. It returns once the
+// listeners are bound, so HTTPAddr is valid (node.http may use port 0).
 func (n *Node) Start(ctx context.Context) error {
 	if n.persist != nil {
 		n.persist.Load()
 		n.persist.Start()
 	}
-	ln, err := net.Listen("tcp", n.cfg.Node.HTTP)
+	l, err := n.api.Listen(n.cfg.Node.HTTP, int(n.cfg.Node.MaxHeaderBytes.Int64()))
 	if err != nil {
-		return fmt.Errorf("node: listen on node.http %s: %w", n.cfg.Node.HTTP, err)
+		return fmt.Errorf("node: node.http: %w", err)
 	}
-	n.ln = ln
-	n.srv = &http.Server{
-		Handler:           n.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    int(n.cfg.Node.MaxHeaderBytes.Int64()),
-		ErrorLog:          slog.NewLogLogger(n.log.With("subsystem", "http").Handler(), slog.LevelDebug),
-	}
-	n.serveWG.Add(1)
-	go func() {
-		defer n.serveWG.Done()
-		if err := n.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.log.Error("http server stopped", "err", err)
-		}
-	}()
+	n.http = l
 	if err := n.startCluster(ctx); err != nil {
 		return err
 	}
@@ -282,26 +295,23 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// startCluster starts Raft (so its bound address can be gossiped) and then
-// gossip, which feeds the ring and Raft's voter reconciliation.
 func (n *Node) startCluster(ctx context.Context) error {
-	raftAddr := ""
+	raftAddr, hasState := "", false
 	if n.raft != nil {
 		if err := n.raft.start(ctx); err != nil {
 			return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
 		}
-		raftAddr = n.raft.node.Addr()
+		raftAddr, hasState = n.raft.node.Addr(), n.raft.node.HasState()
 	}
-	if n.cluster != nil {
-		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr); err != nil {
+	switch {
+	case n.cluster != nil && n.raft != nil:
+		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, hasState, func(cluster.Event) { n.raft.gossip.Reconcile() }); err != nil {
 			return err
 		}
-		if n.raft != nil {
-			n.raft.gossip.StartPublishing()
-		}
-		return nil
-	}
-	if n.raft != nil { // raft without gossip: a one-voter cluster
+		n.raft.gossip.StartPublishing()
+	case n.cluster != nil:
+		return n.cluster.start(ctx, n.HTTPAddr(), "", false)
+	case n.raft != nil: // raft without gossip: a one-voter cluster
 		n.raft.node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
@@ -309,10 +319,10 @@ func (n *Node) startCluster(ctx context.Context) error {
 
 // HTTPAddr is the address the API listens on.
 func (n *Node) HTTPAddr() string {
-	if n.ln == nil {
+	if n.http == nil {
 		return n.cfg.Node.HTTP
 	}
-	return n.ln.Addr().String()
+	return n.http.Addr()
 }
 
 // Metrics exposes the node's series (tests and benchmarks read counters).
@@ -349,12 +359,10 @@ func (n *Node) close(graceful bool) error {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
-			if err := n.raft.node.Close(); err != nil {
-				n.closeErr = err
-			}
+			n.closeErr = n.raft.node.Close()
 		}
 		if n.cluster != nil {
-			n.cluster.close(false)
+			n.cluster.close()
 		}
 		n.upstream.Close()
 		n.cache.Close()
@@ -391,60 +399,13 @@ func (n *Node) announceStop() {
 // drain stops the HTTP server: gracefully within node.shutdown_timeout,
 // or at once.
 func (n *Node) drain(graceful bool) {
-	if n.srv == nil {
+	if n.http == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
 	if !graceful {
 		cancel()
 	}
-	if err := n.srv.Shutdown(ctx); err != nil {
-		n.srv.Close()
-	}
+	n.http.Shutdown(ctx)
 	cancel()
-	n.serveWG.Wait()
-}
-
-// breakerAdmin backs /-/breakers with the table this node reads and the
-// proposer that commits admin commands.
-type breakerAdmin struct {
-	n        *Node
-	proposer breaker.Proposer
-}
-
-func (b *breakerAdmin) Views() []breaker.View { return b.n.table.Views() }
-
-func (b *breakerAdmin) ForceOpen(ctx context.Context, route string) error {
-	return b.force(ctx, route, breaker.OpForceOpen)
-}
-
-func (b *breakerAdmin) ForceClose(ctx context.Context, route string) error {
-	return b.force(ctx, route, breaker.OpForceClose)
-}
-
-func (b *breakerAdmin) force(ctx context.Context, route string, op breaker.Op) error {
-	rt, ok := b.n.engine.Route(route)
-	if !ok {
-		return fmt.Errorf("%w: %q", proxy.ErrUnknownRoute, route)
-	}
-	_, err := b.proposer.Propose(ctx, breaker.Command{
-		V: breaker.CommandVersion, Op: op, Route: route, Node: b.n.cfg.Node.Name,
-		At: b.n.opts.Now().UnixNano(), OpenFor: int64(rt.Breaker.OpenFor),
-	})
-	return err
-}
-
-// raftBreakerAdmin adds, for /-/breakers, the Raft position the committed
-// table was read at and the local guard's view (api.BreakerOrigins).
-type raftBreakerAdmin struct{ *breakerAdmin }
-
-func (b raftBreakerAdmin) RaftPosition() api.BreakerRaft {
-	i := b.n.raft.node.State()
-	return api.BreakerRaft{Term: i.Term, CommitIndex: i.CommitIndex, AppliedIndex: i.AppliedIndex,
-		CatchingUp: !b.n.raft.node.CaughtUp()}
-}
-
-func (b raftBreakerAdmin) GuardView(route string) (breaker.View, bool) {
-	v := b.n.raft.guardView.View(route)
-	return v, v.Transitions > 0 || v.Failures > 0
 }

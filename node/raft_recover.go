@@ -17,10 +17,10 @@ func RecoverRaft(cfg *config.Config, voters []consensus.Peer, log *slog.Logger) 
 	if cfg.Node.Raft == "" {
 		return errors.New("node.raft is not set: this node has no Raft state to recover")
 	}
-	cc := consensusConfig(cfg, log)
+	cc := consensusConfig(cfg, Options{Timings: DefaultTimings()}, log)
 	// Recover opens no listener; the bind address only has to be valid.
 	cc.BindAddr, cc.AdvertiseAddr = "127.0.0.1:0", ""
-	sm, err := stateMachines(breaker.NewTable(nil))
+	sm, err := stateMachines(breaker.NewTable(nil), nil)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ const (
 // cache (STALE or HIT) and the whole cluster makes ONE background refresh:
 // the upstream sees the fill plus that refresh, and near caches add nothing.
 func TestClusterStaleOneRefresh(t *testing.T) {
+	t.Parallel()
 	const fresh = time.Second
 	c := newTestCluster(t, 3, func(_ int, cfg *config.Config) {
 		cfg.Routes[0].Cache.Fresh = config.Duration(fresh)
@@ -86,6 +87,7 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 // the upstream is down; every surviving node serves the original body from
 // the replica within the failure-detection time.
 func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	orig, owner, _ := warmHotKey(t, c)
 	if err := c.up.SetFault(demoupstream.Fault{Mode: demoupstream.ModeDown}); err != nil {
@@ -114,6 +116,7 @@ func TestClusterOwnerCrashServedFromReplica(t *testing.T) {
 // from the replica's fresh copy instead of calling the upstream a second
 // time inside the same fresh window (issue 9's chaos finding).
 func TestFallbackAsksReplicasBeforeUpstream(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	orig, owner, rep := warmHotKey(t, c)
 	third := 3 - owner - rep
@@ -179,11 +182,12 @@ func indexOf(c *testCluster, name string) int {
 // forward without (or with a bad) X-Levee-Auth gets 401 with no upstream
 // call.
 func TestClusterWrongSecret(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	cfg := testConfig(t, c.upURL)
 	cfg.Node.Name, cfg.Node.Gossip, cfg.Cluster.Secret = "rogue", "127.0.0.1:0", "some-other-secret"
 	for _, i := range c.running() {
-		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.GossipAddr())
+		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.Load().GossipAddr())
 	}
 	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Timings: fastTimings()})
 	if err != nil {
@@ -204,7 +208,7 @@ func TestClusterWrongSecret(t *testing.T) {
 			if got := n.cluster.ring.Members(); len(got) != 3 {
 				t.Fatalf("node %d ring = %v, want the 3 cluster nodes only", i, got)
 			}
-			for _, m := range n.cluster.ml.Members() {
+			for _, m := range n.cluster.ml.Load().Members() {
 				if m.Name == "rogue" {
 					t.Fatalf("node %d sees the rogue node as %s", i, m.State)
 				}
@@ -262,6 +266,7 @@ func TestClusterWrongSecret(t *testing.T) {
 // hits): every body carries the asking tenant, and each tenant's answer is
 // fetched once.
 func TestClusterTenantIsolation(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	tenants := []string{hotTenant, otherTenant}
 	var mu sync.Mutex

@@ -42,7 +42,7 @@ func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 // pinAddrs makes node i's next start bind the addresses it holds now.
 func (c *testCluster) pinAddrs(i int) {
 	n, cfg := c.nodes[i], c.cfgs[i]
-	cfg.Node.HTTP, cfg.Node.Gossip, cfg.Node.Raft = n.HTTPAddr(), n.cluster.ml.GossipAddr(), n.raft.node.Addr()
+	cfg.Node.HTTP, cfg.Node.Gossip, cfg.Node.Raft = n.HTTPAddr(), n.cluster.ml.Load().GossipAddr(), n.raft.node.Addr()
 }
 
 // startAll starts every stopped node at once, each joining every other
@@ -151,6 +151,7 @@ const restartBound = 20 * time.Second
 // again on its data dir. Each time a leader emerges, every node holds all
 // of them as voters, and committed breaker state is still there.
 func TestWholeClusterRestartKeepsEveryVoter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		nodes    int
@@ -190,6 +191,7 @@ func TestWholeClusterRestartKeepsEveryVoter(t *testing.T) {
 // cluster is down; everything restarts; the node comes back as a fresh node
 // (it never bootstraps a second cluster), keeps its seat and catches up.
 func TestRestartWithLostDataDirRejoins(t *testing.T) {
+	t.Parallel()
 	c := newRestartCluster(t, 3)
 	want := c.names()
 	c.waitAgreedVoters(restartBound, want)
@@ -213,6 +215,7 @@ func TestRestartWithLostDataDirRejoins(t *testing.T) {
 // (levee leave), DELETE /-/cluster/members/NAME gives up a dead node's
 // (levee remove), and a member gossip sees alive cannot be removed.
 func TestLeaveAndRemoveAreExplicit(t *testing.T) {
+	t.Parallel()
 	c := newRestartCluster(t, 4, func(_ int, cfg *config.Config) { cfg.Node.BootstrapExpect = 3 })
 	all := c.names()
 	c.waitAgreedVoters(restartBound, all)
@@ -271,6 +274,7 @@ func (c *testCluster) adminCall(method string, i int, path string) int {
 // (levee recover) on the stopped survivor with itself as the only voter
 // brings back a leader with the committed breaker state.
 func TestRecoverUnwedgesLostQuorum(t *testing.T) {
+	t.Parallel()
 	c := newRestartCluster(t, 3)
 	c.waitAgreedVoters(restartBound, c.names())
 	c.forceOpen(0)
@@ -297,6 +301,7 @@ func TestRecoverUnwedgesLostQuorum(t *testing.T) {
 // rolling one, are still answered through every node afterwards with the
 // upstream down: each node saved its cache on stop and loaded it at start.
 func TestRestartsKeepTheCache(t *testing.T) {
+	t.Parallel()
 	for _, rolling := range []bool{false, true} {
 		name := map[bool]string{false: "whole cluster", true: "rolling"}[rolling]
 		t.Run(name, func(t *testing.T) {

@@ -57,6 +57,7 @@ type breakerState struct {
 }
 
 func TestDataDirOfThePreviousReleaseKeepsItsBreakerStateAndCluster(t *testing.T) {
+	t.Parallel()
 	m := readManifest(t)
 	for name, l := range m.Logs {
 		// What makes the fixture worth having: state in a bare snapshot and
