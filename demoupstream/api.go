@@ -56,7 +56,7 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	if s.inject(sw, r, mode, f) {
 		return
 	}
-	s.api.ServeHTTP(sw, r)
+	s.api.ServeHTTP(sw, withCall(r, &call))
 }
 
 // inject carries out a fault mode; it reports whether it answered.

@@ -361,6 +361,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"zero change_every", func(c *Config) { c.ChangeEvery = 0 }},
 		{"negative max_age", func(c *Config) { c.MaxAge = -1 }},
 		{"negative latency", func(c *Config) { c.Latency = -1 }},
+		{"negative session delay", func(c *Config) { c.SessionDelay = -1 }},
 		{"zero log size", func(c *Config) { c.LogSize = 0 }},
 	}
 	for _, tc := range cases {

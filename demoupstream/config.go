@@ -24,6 +24,13 @@ type Config struct {
 	// applies. It honours the request context. Default 0.
 	Latency time.Duration
 
+	// SessionDelay is how long GET /api/session takes to build an answer,
+	// as a page that reads its user's row would: concurrent first visits
+	// to the URL overlap this long at a cache's in-flight map, which is
+	// what tests a cache that coalesces them. It honours the request
+	// context. Default 50ms; must be >= 0.
+	SessionDelay time.Duration
+
 	// LogSize is how many of the most recent calls the in-memory call log
 	// keeps. Default 1000; must be > 0.
 	LogSize int
@@ -45,9 +52,10 @@ type Config struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{
-		ChangeEvery: 10 * time.Second,
-		LogSize:     1000,
-		Seed:        1,
+		ChangeEvery:  10 * time.Second,
+		SessionDelay: 50 * time.Millisecond,
+		LogSize:      1000,
+		Seed:         1,
 	}
 }
 
@@ -60,6 +68,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_age must be >= 0, got %v", ErrBadConfig, c.MaxAge)
 	case c.Latency < 0:
 		return fmt.Errorf("%w: latency must be >= 0, got %v", ErrBadConfig, c.Latency)
+	case c.SessionDelay < 0:
+		return fmt.Errorf("%w: session_delay must be >= 0, got %v", ErrBadConfig, c.SessionDelay)
 	case c.LogSize <= 0:
 		return fmt.Errorf("%w: log_size must be > 0, got %d", ErrBadConfig, c.LogSize)
 	}

@@ -8,7 +8,27 @@
 //	count the call (stats) → base latency → current fault (may answer 503,
 //	500, 429, sleep, or drop the connection) → route → content generation
 //	for (tenant, key) → conditional check (ETag / Last-Modified, 304) →
-//	tagged JSON body → record the status and a log entry.
+//	tagged JSON body → record the status and a log entry (with the
+//	session and mint id of a session answer).
+//
+// The API (every path is counted and faulted like the others):
+//
+//	GET  /api/stories/{id}           Story
+//	GET  /api/stories/{id}/comments  []Comment
+//	GET  /api/users/{name}           User
+//	POST /api/jobs                   Job (201; Idempotency-Key replays, 200)
+//	GET  /api/session                Session: one user's page
+//
+// The resources are shared content per (tenant, key) with ETag,
+// Last-Modified and Vary: X-Tenant. GET /api/session is per-user: with a
+// sid cookie (SessionCookie) it answers for that session; without one it
+// mints a new session, sets it with Set-Cookie and answers for it. Either
+// way the answer carries a mint id unique to it and no Cache-Control, no
+// validators and no Vary: Cookie, like many real per-user pages: only the
+// request's Cookie (or the answer's Set-Cookie) says it is private. The
+// call log records which session each answer was for and its mint id, so
+// a checker can tell whether a client ever got a page (or a Set-Cookie)
+// minted for someone else.
 //
 // Every API body is an Envelope tagged with the tenant (X-Tenant), the key
 // (path plus canonical query), the content version, the server time and a

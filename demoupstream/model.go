@@ -15,14 +15,17 @@ type Envelope struct {
 	// Key is the path plus canonical query (see KeyOf).
 	Key string `json:"key"`
 	// Version is the content generation of (Tenant, Key); for a job, the
-	// tenant's job sequence number; 0 on errors.
+	// tenant's job sequence number; for a session answer, the Server's
+	// session sequence number (it goes up with every such answer); 0 on
+	// errors.
 	Version int64 `json:"version"`
 	// FetchedAt is the server time the body was produced (RFC 3339, ns).
 	FetchedAt time.Time `json:"fetched_at"`
 	// NodeHint echoes the X-Levee-Node request header, so a checker can see
 	// which Levee node made the upstream call.
 	NodeHint string `json:"node_hint"`
-	// Data is the resource (Story, []Comment, User, Job); absent on errors.
+	// Data is the resource (Story, []Comment, User, Job, Session); absent
+	// on errors.
 	Data json.RawMessage `json:"data,omitempty"`
 	// Error is set on every non-2xx body.
 	Error *APIError `json:"error,omitempty"`

@@ -23,15 +23,16 @@ const (
 // concurrent use; every piece of state lives in it, so many Servers can run
 // in one process.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	mux     *http.ServeMux // admin endpoints plus /api/ → handleAPI
-	api     *http.ServeMux // the resources, behind counting and faults
-	stats   *stats
-	faults  *faultState
-	content *contentState
-	jobs    *jobStore
-	reqSeq  atomic.Uint64
+	cfg      Config
+	log      *slog.Logger
+	mux      *http.ServeMux // admin endpoints plus /api/ → handleAPI
+	api      *http.ServeMux // the resources, behind counting and faults
+	stats    *stats
+	faults   *faultState
+	content  *contentState
+	jobs     *jobStore
+	sessions *sessions
+	reqSeq   atomic.Uint64
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -44,12 +45,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		stats:   newStats(cfg.LogSize),
-		content: newContentState(cfg.ChangeEvery),
-		jobs:    newJobStore(),
-		closing: make(chan struct{}),
+		cfg:      cfg,
+		log:      cfg.Logger,
+		stats:    newStats(cfg.LogSize),
+		content:  newContentState(cfg.ChangeEvery),
+		jobs:     newJobStore(),
+		sessions: newSessions(),
+		closing:  make(chan struct{}),
 	}
 	s.faults = newFaultState(cfg.Seed, func(reason string) {
 		s.log.Info("fault healed", "reason", reason)
@@ -64,6 +66,7 @@ func (s *Server) routes() {
 	s.api.HandleFunc("GET /api/stories/{id}/comments", s.handleComments)
 	s.api.HandleFunc("GET /api/users/{name}", s.handleUser)
 	s.api.HandleFunc("POST /api/jobs", s.handleJob)
+	s.api.HandleFunc("GET /api/session", s.handleSession)
 	s.api.HandleFunc("/api/", s.handleNotFound)
 
 	s.mux = http.NewServeMux()

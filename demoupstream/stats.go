@@ -26,6 +26,12 @@ type Call struct {
 	// Node is the X-Levee-Node request header: which Levee node made the
 	// call, so the chaos harness can attribute upstream calls to nodes.
 	Node string `json:"node,omitempty"`
+	// Session, Mint and NewSession record what a GET /api/session answer
+	// was for: the session it named, its mint id, and whether it minted
+	// the session (and sent Set-Cookie). Empty on every other call.
+	Session    string `json:"session,omitempty"`
+	Mint       string `json:"mint,omitempty"`
+	NewSession bool   `json:"new_session,omitempty"`
 }
 
 // KeyCalls is the call count of one (tenant, key).

@@ -30,9 +30,9 @@ type Result struct {
 // Func is one checker.
 type Func func(h *History, cfg Config) Result
 
-// All lists the nine checkers in README order.
+// All lists the ten checkers in README order.
 func All() []Func {
-	return []Func{Coalescing, Staleness, NoTimeTravel, StaleIfError, TenantIsolation,
+	return []Func{Coalescing, Staleness, NoTimeTravel, StaleIfError, TenantIsolation, CookieIsolation,
 		BreakerAgreement, Convergence, BreakerDurability, Availability}
 }
 

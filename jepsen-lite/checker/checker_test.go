@@ -253,7 +253,7 @@ func TestReadsPairing(t *testing.T) {
 
 func TestCheckRunsAll(t *testing.T) {
 	rs := Check(base(), DefaultConfig())
-	if len(rs) != 9 || !Passed(rs) {
+	if len(rs) != 10 || !Passed(rs) {
 		t.Fatalf("empty history: %+v", rs)
 	}
 }

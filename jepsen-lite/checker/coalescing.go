@@ -21,6 +21,7 @@ type freshWindow struct {
 // Coalescing checks that the upstream sees at most one successful fetch per
 // (tenant, key) per fresh window while healthy, and at most sides +
 // ownership moves while a fault (or its settling time) overlaps the window.
+// Per-user session answers are never cached and are left out.
 func Coalescing(h *History, cfg Config) Result {
 	b := newResult("coalescing", cfg)
 	windows := freshWindows(h, cfg)
@@ -48,6 +49,7 @@ func Coalescing(h *History, cfg Config) Result {
 		}
 	}
 	b.fig("successful fetches", "%d", successfulCalls(h.Upstream))
+	b.fig("per-user session answers (never cached, not judged)", "%d", perUserCalls(h.Upstream))
 	b.fig("fresh windows healthy/faulty", "%d/%d", healthy, faulty)
 	b.fig("extra calls healthy", "%d (max %d in one window)", extraHealthy, maxHealthy)
 	b.fig("extra calls faulty", "%d (max %d in one window, allowed up to %d)", extraFaulty, maxFaulty, allowedMax)
@@ -60,7 +62,7 @@ func Coalescing(h *History, cfg Config) Result {
 func freshWindows(h *History, cfg Config) []freshWindow {
 	byKey := map[tenantKey][]history.UpstreamCall{}
 	for _, c := range h.Upstream {
-		if c.Status == 200 || c.Status == 304 {
+		if fetched(c) {
 			k := tenantKey{c.Tenant, c.Key}
 			byKey[k] = append(byKey[k], c)
 		}
@@ -81,10 +83,26 @@ func freshWindows(h *History, cfg Config) []freshWindow {
 	return out
 }
 
+// fetched reports whether c is a successful fetch of a cacheable
+// resource: status 200 or 304, and not a per-user session answer.
+func fetched(c history.UpstreamCall) bool {
+	return (c.Status == 200 || c.Status == 304) && !perUser(c)
+}
+
 func successfulCalls(calls []history.UpstreamCall) int {
 	n := 0
 	for _, c := range calls {
-		if c.Status == 200 || c.Status == 304 {
+		if fetched(c) {
+			n++
+		}
+	}
+	return n
+}
+
+func perUserCalls(calls []history.UpstreamCall) int {
+	n := 0
+	for _, c := range calls {
+		if perUser(c) {
 			n++
 		}
 	}

@@ -114,6 +114,22 @@ func reads(ops []history.Op) []read {
 	return out
 }
 
+// cachedReads leaves out the session reads: their answers are per-user
+// and never cached, so the cache checkers do not judge them.
+func cachedReads(rs []read) []read {
+	out := make([]read, 0, len(rs))
+	for _, r := range rs {
+		if r.F != history.FSession {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// perUser reports whether an upstream call answered one user's page (a
+// session answer); like the session reads, the cache checkers leave it out.
+func perUser(c history.UpstreamCall) bool { return c.Session != "" }
+
 func unfinished(inv history.Op) read {
 	op := inv
 	op.Type, op.Error = history.Info, "no completion recorded"

@@ -19,10 +19,11 @@ const (
 // whole-cluster restart may have lost (cacheLoss: a kill-all too soon after
 // the fetch for a periodic save, or any restart-all/kill-all of nodes
 // without cache persistence) are counted, not judged; every other key,
-// restarts or not, is judged.
+// restarts or not, is judged. Session reads are left out: their answers
+// are per-user and never cached.
 func StaleIfError(h *History, cfg Config) Result {
 	b := newResult("stale-if-error", cfg)
-	rs := reads(h.Ops)
+	rs := cachedReads(reads(h.Ops))
 	var n outageCounts
 	windows := 0
 	for _, w := range h.active() {

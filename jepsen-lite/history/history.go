@@ -10,13 +10,22 @@ const (
 	Info   = "info" // indeterminate: timeout, connection error
 )
 
+// Op functions (Op.F).
+const (
+	// FRead is a GET of a cached resource (the comments route).
+	FRead = "read"
+	// FSession is a GET of the demo upstream's per-user page
+	// (/api/session): never cached, judged by cookie-isolation.
+	FSession = "session"
+)
+
 // Op is one client operation event. Times are nanoseconds since the run
 // started.
 type Op struct {
 	Type    string `json:"type"`
 	Process int    `json:"process"` // client id
 	Node    string `json:"node"`    // node the request went to
-	F       string `json:"f"`       // "read" (GET) for now
+	F       string `json:"f"`       // FRead or FSession
 	Tenant  string `json:"tenant"`  // X-Tenant sent
 	Key     string `json:"key"`     // path below the route prefix, with query
 	Time    int64  `json:"time"`    // ns since start
@@ -30,6 +39,18 @@ type Op struct {
 	Version    int64     `json:"version,omitempty"`
 	FetchedAt  time.Time `json:"fetched_at,omitzero"`
 	Error      string    `json:"error,omitempty"`
+	// Session is the sid cookie the process sent (its user), on the
+	// invoke and the completion; "" when it sent none (a first visit, or
+	// any FRead).
+	Session string `json:"session,omitempty"`
+	// SetCookies are the sid values of the answer's Set-Cookie headers,
+	// in order; recorded on every completion that got an answer.
+	SetCookies []string `json:"set_cookies,omitempty"`
+	// From a session body's data (ok FSession ops only): the session the
+	// page is for, its mint id, and whether the answer minted it.
+	BodySession string `json:"body_session,omitempty"`
+	Mint        string `json:"mint,omitempty"`
+	NewSession  bool   `json:"new_session,omitempty"`
 }
 
 // UpstreamCall is one request the demo upstream received.
@@ -44,6 +65,13 @@ type UpstreamCall struct {
 	Conditional bool `json:"conditional,omitempty"`
 	// Fault is the upstream fault mode that decided the answer, "" if none.
 	Fault string `json:"fault,omitempty"`
+	// Session, Mint and NewSession: what a /api/session answer was for
+	// (the session it named, its mint id, whether it minted the session);
+	// empty on every other call. Such answers are per-user, so the cache
+	// checkers leave these calls out.
+	Session    string `json:"session,omitempty"`
+	Mint       string `json:"mint,omitempty"`
+	NewSession bool   `json:"new_session,omitempty"`
 }
 
 // BreakerSample is one node's /-/breakers view of one route.

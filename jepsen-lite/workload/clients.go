@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/history"
 )
@@ -43,12 +44,31 @@ type Config struct {
 	Timeout time.Duration
 	// Seed seeds the clients' choices. Default 1.
 	Seed int64
+
+	// Sessions is how many further processes read the per-user page
+	// (SessionPath) signed in: each sends a sid cookie of its own (a
+	// per-process user id) and a fixed X-Tenant. Default 3; 0: none.
+	Sessions int
+	// FirstVisits is how many further processes read the per-user page
+	// without a cookie, every read a new visitor's first visit (they never
+	// keep the sid they are given). Default 3; 0: none.
+	FirstVisits int
+	// SessionEvery is the period of the session bursts: at each, every
+	// Sessions and FirstVisits process not still busy with its previous
+	// read sends one at the same instant, to the same URL, the first
+	// visits all with one X-Tenant drawn for the burst, so that they meet
+	// in a cache's in-flight map. Default 1s.
+	SessionEvery time.Duration
+	// SessionPath is the per-user page below Prefix. Default "session"
+	// (the demo upstream's GET /api/session).
+	SessionPath string
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{Clients: 8, Rate: 30, HotKeys: 3, ColdKeys: 60, HotFraction: 0.5,
-		Tenants: []string{"acme", "globex"}, Prefix: "/comments/", Timeout: 5 * time.Second, Seed: 1}
+		Tenants: []string{"acme", "globex"}, Prefix: "/comments/", Timeout: 5 * time.Second, Seed: 1,
+		Sessions: 3, FirstVisits: 3, SessionEvery: time.Second, SessionPath: "session"}
 }
 
 // Validate reports the first invalid field, wrapping ErrBadConfig.
@@ -66,9 +86,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: need at least one tenant", ErrBadConfig)
 	case c.Timeout <= 0:
 		return fmt.Errorf("%w: timeout must be > 0", ErrBadConfig)
+	case c.Sessions < 0 || c.FirstVisits < 0:
+		return fmt.Errorf("%w: sessions and first visits must be >= 0", ErrBadConfig)
+	case c.Sessions+c.FirstVisits > 0 && (c.SessionEvery <= 0 || c.SessionPath == ""):
+		return fmt.Errorf("%w: session processes need session_every > 0 and a session path", ErrBadConfig)
 	}
 	return nil
 }
+
+// processes is the number of client processes of every kind.
+func (c Config) processes() int { return c.Clients + c.Sessions + c.FirstVisits }
 
 // HotKey is the i-th hot key (0-based), as ops record it.
 func HotKey(i int) string { return fmt.Sprintf("stories/%d/comments", i+1) }
@@ -82,6 +109,8 @@ type Body struct {
 	Key       string    `json:"key"`
 	Version   int64     `json:"version"`
 	FetchedAt time.Time `json:"fetched_at"`
+	// Data is the resource; a session read takes its tags from it.
+	Data json.RawMessage `json:"data"`
 }
 
 // Clients reads through the cluster and records every operation.
@@ -102,8 +131,9 @@ func NewClients(cfg Config, nodes []backend.Node, clock Clock, rec *Recorder) (*
 		return nil, fmt.Errorf("%w: no nodes", ErrBadConfig)
 	}
 	// No proxy: the harness must reach the nodes directly, whatever the
-	// environment says.
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: cfg.Clients, IdleConnTimeout: 30 * time.Second}
+	// environment says. No cookie jar: a first visitor never keeps the
+	// sid it is given, and a user sends only its own.
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: cfg.processes(), IdleConnTimeout: 30 * time.Second}
 	return &Clients{cfg: cfg, nodes: nodes, clock: clock, rec: rec, http: &http.Client{Transport: tr}}, nil
 }
 
@@ -114,6 +144,7 @@ func (c *Clients) Run(ctx context.Context) {
 		rng := rand.New(rand.NewPCG(uint64(c.cfg.Seed), uint64(id)))
 		wg.Go(func() { c.loop(ctx, id, rng) })
 	}
+	c.runSessions(ctx, &wg)
 	wg.Wait()
 	c.http.CloseIdleConnections()
 }
@@ -142,14 +173,15 @@ func (c *Clients) once(ctx context.Context, id int, rng *rand.Rand) {
 	if c.cfg.ColdKeys > 0 && rng.Float64() >= c.cfg.HotFraction {
 		key = coldKey(rng.IntN(c.cfg.ColdKeys))
 	}
-	op := history.Op{Type: history.Invoke, Process: id, Node: n.Name, F: "read", Tenant: tenant, Key: key, Time: c.clock.Now()}
+	op := history.Op{Type: history.Invoke, Process: id, Node: n.Name, F: history.FRead, Tenant: tenant, Key: key, Time: c.clock.Now()}
 	c.rec.Op(op)
-	done := c.read(ctx, n.URL+c.cfg.Prefix+key, tenant, op)
+	done := c.read(ctx, n.URL+c.cfg.Prefix+key, op)
 	c.rec.Op(done)
 }
 
-// read performs the GET and turns the answer into the completion op.
-func (c *Clients) read(ctx context.Context, url, tenant string, op history.Op) history.Op {
+// read performs the GET with the invoke op's X-Tenant and sid cookie, and
+// turns the answer into the completion op.
+func (c *Clients) read(ctx context.Context, url string, op history.Op) history.Op {
 	start := op.Time
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
@@ -159,7 +191,10 @@ func (c *Clients) read(ctx context.Context, url, tenant string, op history.Op) h
 		op.Error = err.Error()
 		return finish(op, start, c.clock)
 	}
-	req.Header.Set("X-Tenant", tenant)
+	req.Header.Set("X-Tenant", op.Tenant)
+	if op.Session != "" {
+		req.AddCookie(&http.Cookie{Name: demoupstream.SessionCookie, Value: op.Session})
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		op.Error = err.Error()
@@ -168,6 +203,7 @@ func (c *Clients) read(ctx context.Context, url, tenant string, op history.Op) h
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	op.Status, op.XCache, op.Owner = resp.StatusCode, resp.Header.Get("X-Cache"), resp.Header.Get("X-Levee-Owner")
+	op.SetCookies = sessionCookies(resp)
 	if err != nil {
 		op.Error = "body: " + err.Error()
 		return finish(op, start, c.clock)
@@ -188,6 +224,10 @@ func classify(op history.Op, data []byte) history.Op {
 		return op
 	}
 	op.BodyTenant, op.BodyKey, op.Version, op.FetchedAt = b.Tenant, b.Key, b.Version, b.FetchedAt
+	if op.F == history.FSession {
+		s := sessionTags(b.Data)
+		op.BodySession, op.Mint, op.NewSession = s.SID, s.Mint, s.New
+	}
 	return op
 }
 

@@ -5,7 +5,10 @@
 // random node, tenant and key (a few hot, many cold), GET it through the
 // node and append an invoke, then an ok / fail / info Op with status,
 // X-Cache, X-Levee-Owner, latency and the demo upstream's body tags to the
-// Recorder. Samplers poll every node's /-/breakers (BreakerSample) and
+// Recorder. Session processes read the demo upstream's per-user page in
+// bursts, all at once: signed-in users with a sid cookie of their own,
+// and first visits without one; they record the sid they sent, every
+// Set-Cookie sid they got and the page's session tags. Samplers poll every node's /-/breakers (BreakerSample) and
 // /-/cluster (Membership), and the demo upstream's /-/stats call log
 // (UpstreamCall, deduplicated by request id). Every time is nanoseconds
 // on one run clock (Clock).

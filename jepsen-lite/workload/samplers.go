@@ -201,6 +201,9 @@ type upstreamStats struct {
 		Fault       string    `json:"fault"`
 		RequestID   string    `json:"request_id"`
 		Node        string    `json:"node"`
+		Session     string    `json:"session"`
+		Mint        string    `json:"mint"`
+		NewSession  bool      `json:"new_session"`
 	} `json:"log"`
 }
 
@@ -213,7 +216,8 @@ func (s *Samplers) PollUpstream(ctx context.Context) error {
 	}
 	for _, c := range st.Log {
 		s.rec.Upstream(history.UpstreamCall{Time: s.clock.At(c.Time), Tenant: c.Tenant, Key: c.Key, Status: c.Status,
-			Node: c.Node, RequestID: c.RequestID, Conditional: c.Conditional, Fault: c.Fault})
+			Node: c.Node, RequestID: c.RequestID, Conditional: c.Conditional, Fault: c.Fault,
+			Session: c.Session, Mint: c.Mint, NewSession: c.NewSession})
 	}
 	return nil
 }

@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/history"
 )
@@ -151,6 +153,9 @@ func TestNewClientsRejectsBadConfig(t *testing.T) {
 		{name: "rate too high", mod: func(c *Config) { c.Rate = 10000 }},
 		{name: "no tenants", mod: func(c *Config) { c.Tenants = nil }},
 		{name: "no timeout", mod: func(c *Config) { c.Timeout = 0 }},
+		{name: "negative sessions", mod: func(c *Config) { c.Sessions = -1 }},
+		{name: "sessions without a period", mod: func(c *Config) { c.SessionEvery = 0 }},
+		{name: "first visits without a path", mod: func(c *Config) { c.Sessions, c.SessionPath = 0, "" }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,5 +214,124 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	}
 	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" {
 		t.Errorf("upstream call = %+v", u)
+	}
+}
+
+// demoBehind serves the demo upstream under the route prefix, as a
+// pass-through node would, and tracks how many first visits (requests
+// without a cookie) to the session page it held at once.
+type demoBehind struct {
+	srv                 *httptest.Server
+	demo                *demoupstream.Server
+	firstVisits, maxNow atomic.Int64
+}
+
+func newDemoBehind(t *testing.T, sessionDelay time.Duration) *demoBehind {
+	t.Helper()
+	cfg := demoupstream.DefaultConfig()
+	cfg.SessionDelay = sessionDelay
+	demo, err := demoupstream.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &demoBehind{demo: demo}
+	d.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Cookie") == "" && strings.HasSuffix(r.URL.Path, "/session") {
+			now := d.firstVisits.Add(1)
+			defer d.firstVisits.Add(-1)
+			for m := d.maxNow.Load(); now > m && !d.maxNow.CompareAndSwap(m, now); m = d.maxNow.Load() {
+			}
+		}
+		r.URL.Path = "/api/" + strings.TrimPrefix(r.URL.Path, "/comments/")
+		demo.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { _ = demo.Close(); d.srv.Close() })
+	return d
+}
+
+// sessionOps runs c until rec holds n session completions; it returns them.
+func sessionOps(t *testing.T, c *Clients, rec *Recorder, n int) []history.Op {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	var out []history.Op
+	deadline := time.Now().Add(10 * time.Second)
+	for len(out) < n && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling the recorder, not waiting for time
+		out = out[:0]
+		for _, op := range rec.Snapshot().Ops {
+			if op.F == history.FSession && op.Type == history.OK {
+				out = append(out, op)
+			}
+		}
+	}
+	cancel()
+	<-done
+	if len(out) < n {
+		t.Fatalf("%d ok session reads in 10s, want %d", len(out), n)
+	}
+	return out
+}
+
+func TestSessionProcessesRecordTheirPages(t *testing.T) {
+	d := newDemoBehind(t, 100*time.Millisecond)
+	cfg := DefaultConfig()
+	cfg.Clients, cfg.Rate, cfg.Sessions, cfg.FirstVisits, cfg.SessionEvery, cfg.Seed = 1, 1, 2, 3, 150*time.Millisecond, 7
+	rec := NewRecorder()
+	c, err := NewClients(cfg, []backend.Node{{Name: "n1", URL: d.srv.URL}}, NewClock(time.Now()), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := sessionOps(t, c, rec, 25)
+	users, visits := 0, 0
+	for _, op := range ops {
+		switch op.Process {
+		case 1, 2: // signed in, with their own sid and tenant
+			users++
+			if op.Session != UserSession(op.Process, 7) || op.Tenant != cfg.Tenants[op.Process-1] ||
+				op.BodySession != op.Session || op.NewSession || len(op.SetCookies) != 0 || op.Mint == "" {
+				t.Errorf("signed-in read = %+v", op)
+			}
+		case 3, 4, 5: // first visits, given a new sid each
+			visits++
+			if op.Session != "" || !slices.Equal(op.SetCookies, []string{op.BodySession}) || !op.NewSession || op.Mint == "" {
+				t.Errorf("first visit = %+v", op)
+			}
+		default:
+			t.Errorf("session read from process %d", op.Process)
+		}
+		if op.Key != "session" || op.BodyKey != "/api/session" || op.BodyTenant != op.Tenant {
+			t.Errorf("session read tags = %+v", op)
+		}
+	}
+	if users == 0 || visits == 0 {
+		t.Errorf("%d signed-in reads, %d first visits", users, visits)
+	}
+	if m := d.maxNow.Load(); m < 2 {
+		t.Errorf("at most %d first visits in flight at once, want the burst's to overlap", m)
+	}
+}
+
+func TestFirstVisitsOfOneBurstShareATenant(t *testing.T) {
+	d := newDemoBehind(t, 0)
+	cfg := DefaultConfig()
+	cfg.Clients, cfg.Rate, cfg.Sessions, cfg.FirstVisits, cfg.SessionEvery = 1, 1, 0, 4, 100*time.Millisecond
+	rec := NewRecorder()
+	c, err := NewClients(cfg, []backend.Node{{Name: "n1", URL: d.srv.URL}}, NewClock(time.Now()), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessionOps(t, c, rec, 20)
+	burst := map[int64]string{} // burst number → tenant
+	for _, op := range rec.Snapshot().Ops {
+		if op.Type != history.Invoke || op.F != history.FSession {
+			continue
+		}
+		n := (op.Time + int64(cfg.SessionEvery)/2) / int64(cfg.SessionEvery)
+		if tenant, ok := burst[n]; ok && tenant != op.Tenant {
+			t.Errorf("burst %d: tenants %s and %s", n, tenant, op.Tenant)
+		}
+		burst[n] = op.Tenant
 	}
 }
