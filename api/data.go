@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -73,12 +72,14 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	if err != nil {
 		return nil, err
 	}
+	h := cleanHeader(r.Header, true)
+	proxy.SetForwarded(h, r.RemoteAddr, r.TLS != nil)
 	return &proxy.Request{
 		Route:    rt.Name,
 		Method:   r.Method,
 		Path:     rest,
 		RawQuery: r.URL.RawQuery,
-		Header:   cleanHeader(r.Header, true),
+		Header:   h,
 		Body:     body,
 	}, nil
 }
@@ -92,23 +93,12 @@ func (s *Server) match(path string) (RouteInfo, bool) {
 	return RouteInfo{}, false
 }
 
-// checkPath refuses dot segments, in plain or percent-encoded form, and
-// undecodable escapes: the rest of the path is appended to the upstream's
-// base path and must not climb out of it.
+// checkPath refuses paths that could climb out of the route's upstream
+// path (dot segments in any encoding, decoded to a fixed point) or that no
+// key could hold unambiguously; proxy.CheckPath owns the rule.
 func checkPath(rest string) error {
-	dec, err := url.PathUnescape(rest)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadPath, err)
-	}
-	for _, p := range []string{rest, dec} {
-		for _, seg := range strings.Split(p, "/") {
-			if seg == "." || seg == ".." {
-				return fmt.Errorf("%w: dot segment", ErrBadPath)
-			}
-		}
-		if strings.ContainsAny(p, "\x00\\") {
-			return fmt.Errorf("%w: NUL or backslash", ErrBadPath)
-		}
+	if err := proxy.CheckPath(rest); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
 }
@@ -135,8 +125,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 // dispatch serves req here or on its owner. A forward that fails for any
-// reason other than the owner's own answer is served locally instead:
-// availability first, counted in levee_forward_fallback_total.
+// reason other than the owner's own answer is served locally instead
+// where that cannot run a write twice (see fallback): availability first,
+// counted in levee_forward_fallback_total.
 func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Response, string, error) {
 	if s.cfg.Peers == nil {
 		resp, err := s.cfg.Engine.Serve(ctx, req)
@@ -161,12 +152,7 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 	case ctx.Err() != nil:
 		return nil, owner, ctx.Err()
 	}
-	s.cfg.Logger.Warn("forward failed; serving locally", "owner", owner, "route", req.Route, "err", err)
-	if s.cfg.Observer != nil {
-		s.cfg.Observer.ForwardFallback(req.Route, owner)
-	}
-	resp, err = s.cfg.Engine.Serve(ctx, req)
-	return resp, s.cfg.Node, err
+	return s.fallback(ctx, owner, req, err)
 }
 
 // write sends resp with Levee's cache headers, answering the client's own

@@ -34,6 +34,9 @@ var (
 	// ErrUnavailable: the cluster cannot do it now (no Raft leader, no
 	// quorum); retrying later may succeed.
 	ErrUnavailable = errors.New("api: cluster unavailable")
+	// ErrOutcomeUnknown: the key's owner may have run the request but did
+	// not answer, and running it here could do it twice (see fallback).
+	ErrOutcomeUnknown = errors.New("api: outcome unknown")
 )
 
 // problemOf maps an error to its HTTP status, a short title and, for an open
@@ -45,6 +48,10 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 	switch {
 	case errors.As(err, &remote):
 		return remote.Status, remote.Title, remote.RetryAfterDuration()
+	case errors.Is(err, ErrOutcomeUnknown) && errors.Is(err, peer.ErrTimeout):
+		return http.StatusGatewayTimeout, "outcome unknown", 0
+	case errors.Is(err, ErrOutcomeUnknown):
+		return http.StatusBadGateway, "outcome unknown", 0
 	case errors.As(err, &open):
 		return http.StatusServiceUnavailable, "circuit breaker open", open.RetryAfter
 	case errors.Is(err, breaker.ErrOpen):
@@ -52,9 +59,10 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 	case errors.Is(err, upstream.ErrBudget):
 		return http.StatusGatewayTimeout, "upstream retry budget spent", 0
 	case errors.Is(err, upstream.ErrLimited):
-		// No Retry-After: Levee already waited for a slot within the retry
-		// budget, and only an open breaker knows when waiting helps.
-		return http.StatusServiceUnavailable, "upstream concurrency limit reached", 0
+		// Levee's own caps refused it: a burst, not a failing upstream.
+		// Retry-After says when a slot or token may be free (the token
+		// bucket's estimate, else one second).
+		return http.StatusServiceUnavailable, "upstream concurrency limit reached", upstream.LimitedRetryAfter(err)
 	case errors.Is(err, upstream.ErrUnavailable), errors.Is(err, upstream.ErrTooLarge),
 		errors.Is(err, proxy.ErrUpstreamStatus):
 		return http.StatusBadGateway, "upstream failed", 0
@@ -84,8 +92,9 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 }
 
 // problem writes err as an RFC 9457 problem+json body. Retry-After is only
-// sent where waiting helps (an open breaker): Levee has already retried, so
-// it tells callers not to retry 502 and 504 themselves.
+// sent where waiting helps (an open breaker, Levee's own caps under a
+// burst): Levee has already retried, so it tells callers not to retry 502
+// and 504 themselves.
 func problem(w http.ResponseWriter, r *http.Request, err error) {
 	status, title, retryAfter := problemOf(err)
 	h := w.Header()

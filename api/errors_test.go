@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/upstream"
 )
@@ -28,7 +29,10 @@ func TestErrorMapping(t *testing.T) {
 		{"breaker open plain", breaker.ErrOpen, 503, "1"},
 		{"budget", upstream.ErrBudget, 504, ""},
 		{"deadline", context.DeadlineExceeded, 504, ""},
-		{"limited", upstream.ErrLimited, 503, ""},
+		{"limited", upstream.ErrLimited, 503, "1"},
+		{"limited by the token bucket", &upstream.LimitedError{Cap: "host token", RetryAfter: 4200 * time.Millisecond}, 503, "5"},
+		{"outcome unknown", fmt.Errorf("%w: %w", ErrOutcomeUnknown, peer.ErrUnreachable), 502, ""},
+		{"outcome unknown, timed out", fmt.Errorf("%w: %w", ErrOutcomeUnknown, peer.ErrTimeout), 504, ""},
 		{"unavailable", upstream.ErrUnavailable, 502, ""},
 		{"too large", upstream.ErrTooLarge, 502, ""},
 		{"upstream status", proxy.ErrUpstreamStatus, 502, ""},

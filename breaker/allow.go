@@ -11,7 +11,9 @@ import (
 //
 //   - closed: a normal Ticket;
 //   - open before OpenUntil, or forced, or half-open with a live probe
-//     lease: an *OpenError (errors.Is(err, ErrOpen));
+//     lease: an *OpenError (errors.Is(err, ErrOpen)), unless this node
+//     holds that lease and its probe call was ignored (Outcome.Ignore):
+//     then this call becomes the probe;
 //   - open after OpenUntil, or half-open with an expired lease: it proposes
 //     OpProbeAcquire and returns a probe Ticket if the table granted the
 //     probe to this node, an *OpenError otherwise. While this node already
@@ -31,6 +33,8 @@ func (b *Breaker) Allow(ctx context.Context, route string, s Settings) (Ticket, 
 	switch {
 	case v.State == Closed:
 		return Ticket{route: route, settings: s, start: now}, nil
+	case v.State == HalfOpen && now.Before(v.ProbeUntil) && b.takeSpare(route, v):
+		return Ticket{route: route, settings: s, start: now, probe: true, lease: v.ProbeUntil}, nil
 	case v.State == Open && (v.Forced || now.Before(v.OpenUntil)),
 		v.State == HalfOpen && now.Before(v.ProbeUntil):
 		return Ticket{}, openError(v, now)
@@ -65,7 +69,7 @@ func (b *Breaker) acquire(ctx context.Context, route string, s Settings, v View)
 	now := b.now()
 	switch {
 	case res.Granted:
-		return Ticket{route: route, settings: s, start: now, probe: true}, nil
+		return Ticket{route: route, settings: s, start: now, probe: true, lease: res.View.ProbeUntil}, nil
 	case res.View.State == Closed:
 		// Another node's probe closed the route while we were asking.
 		return Ticket{route: route, settings: s, start: now}, nil
@@ -87,6 +91,28 @@ func (b *Breaker) endAcquire(route string) {
 	b.mu.Lock()
 	delete(b.acquiring, route)
 	b.mu.Unlock()
+}
+
+// keepSpare records that probe ticket t's call was ignored: its lease is
+// free for this node's next call on the route.
+func (b *Breaker) keepSpare(t Ticket) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.spare[t.route] = t.lease
+}
+
+// takeSpare hands out the spare probe of route if it is for the lease v
+// shows this node holding. A spare of an older lease is dropped: the table
+// has granted a new one since, whose probe is someone else's call.
+func (b *Breaker) takeSpare(route string, v View) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lease, ok := b.spare[route]
+	if !ok {
+		return false
+	}
+	delete(b.spare, route)
+	return v.Prober == b.node && lease.Equal(v.ProbeUntil)
 }
 
 // openError builds the fail-fast error for v as seen at now.
@@ -125,7 +151,10 @@ func (b *Breaker) endReport(route string) {
 }
 
 // Done reports the outcome of the call t allowed. A call that failed, or
-// that took longer than the route's SlowCall, is a failure:
+// that took longer than the route's SlowCall, is a failure. The time is
+// the Outcome's Took when ctx carries one (WithOutcome), else the time
+// since Allow; a call the Outcome says to ignore that was not slow reports
+// nothing, and an ignored probe is kept for this node's next call:
 //
 //   - probe ticket: proposes OpProbeResult, closing or re-opening the route;
 //     a failed proposal is retried (see proposeProbeResult);
@@ -141,7 +170,10 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
 		return ErrBadTicket
 	}
 	now := b.now()
-	failure := failed || now.Sub(t.start) > t.settings.SlowCall
+	failure, report := b.judge(ctx, t, failed, now)
+	if !report {
+		return nil
+	}
 	c := Command{V: CommandVersion, Route: t.route, Node: b.node, At: now.UnixNano()}
 	switch {
 	case t.probe:
@@ -160,6 +192,24 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, failed bool) error {
 		return fmt.Errorf("breaker: propose %s for %q: %w", c.Op, t.route, err)
 	}
 	return nil
+}
+
+// judge decides what t's call says about the upstream. report is false for
+// an ignored call that was not slow: its probe, if it was one, is kept
+// spare for this node's next call.
+func (b *Breaker) judge(ctx context.Context, t Ticket, failed bool, now time.Time) (failure, report bool) {
+	o, measured := outcomeOf(ctx)
+	if !measured {
+		o = Outcome{Took: now.Sub(t.start)}
+	}
+	slow := o.Took > t.settings.SlowCall
+	if o.Ignore && !slow {
+		if t.probe {
+			b.keepSpare(t)
+		}
+		return false, false
+	}
+	return failed || slow, true
 }
 
 // Probe result retries: a lost result leaves the route half-open, failing

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -89,6 +90,11 @@ type Breaker struct {
 	// trip it, min_nodes), so a burst of failures costs a few log entries
 	// instead of one per failed call.
 	reporting map[string]int
+	// spare holds, per route, the lease end of a half-open probe this node
+	// holds but whose call said nothing about the upstream (Outcome.Ignore):
+	// the next call here takes it over instead of the route staying shut
+	// until the lease ends.
+	spare map[string]time.Time
 }
 
 // New returns a Breaker for cfg; it does no I/O.
@@ -101,7 +107,7 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	return &Breaker{
 		node: cfg.Node, proposer: cfg.Proposer, reader: cfg.Reader, now: cfg.Now,
-		acquiring: make(map[string]struct{}), reporting: make(map[string]int),
+		acquiring: make(map[string]struct{}), reporting: make(map[string]int), spare: make(map[string]time.Time),
 	}, nil
 }
 
@@ -112,6 +118,7 @@ type Ticket struct {
 	settings Settings
 	start    time.Time
 	probe    bool
+	lease    time.Time // a probe's lease end, as the table granted it
 }
 
 // Probe reports whether this is the half-open probe call.
@@ -119,6 +126,35 @@ func (t Ticket) Probe() bool { return t.probe }
 
 // Route returns the route the ticket is for.
 func (t Ticket) Route() string { return t.route }
+
+// Outcome is what the caller measured about a call, beyond failed. It
+// reaches Done in the context (WithOutcome), so the DoneFunc shape every
+// gate shares stays as it is. The breaker counts the upstream, not Levee
+// (issue 10): a call Levee queued or refused is no failure.
+type Outcome struct {
+	// Took is the time the call spent at the upstream, from when its
+	// request left this node. Done compares it with SlowCall instead of the
+	// time since Allow, which includes waiting for a local slot or token.
+	Took time.Duration
+	// Ignore marks a call that is no evidence about the upstream: Levee's
+	// own caps refused it, its caller gave up, its answer was too large to
+	// keep, or it never left this node. Done proposes nothing for it unless
+	// it was slow all the same; an ignored probe is handed to this node's
+	// next call on the route instead of closing or re-opening it.
+	Ignore bool
+}
+
+type outcomeKey struct{}
+
+// WithOutcome returns ctx carrying o for Done.
+func WithOutcome(ctx context.Context, o Outcome) context.Context {
+	return context.WithValue(ctx, outcomeKey{}, o)
+}
+
+func outcomeOf(ctx context.Context) (Outcome, bool) {
+	o, ok := ctx.Value(outcomeKey{}).(Outcome)
+	return o, ok
+}
 
 // View returns the committed state of route as this node sees it.
 func (b *Breaker) View(route string) View {

@@ -49,7 +49,9 @@ type Settings struct {
 	// Failures are counted. Default 30s.
 	Window time.Duration
 	// SlowCall is the duration above which a successful call still counts as
-	// a failure. Used by the runtime only. Default 12s.
+	// a failure, timed from when the request left the node for the upstream
+	// (Outcome.Took; waits for a local slot or token do not count). Used by
+	// the runtime only. Default 12s.
 	SlowCall time.Duration
 	// OpenFor is how long the breaker stays open before a probe may be
 	// acquired. Default 20s.

@@ -145,9 +145,37 @@ type Route struct {
 	// Upstream is the absolute http(s) URL requests go to; its path is
 	// kept. Required; no query or fragment.
 	Upstream string `yaml:"upstream"`
-	// TenantHeader names the request header whose value joins the cache
-	// key. Default "": no tenant.
+	// TenantHeader names the request header whose value is the tenant
+	// ("header mode"): it joins the cache key, so tenants never share
+	// entries, but anyone who can send the header can name any tenant.
+	// Default "": no tenant header. Not together with TenantKeyHeader.
 	TenantHeader string `yaml:"tenant_header"`
+	// TenantKeyHeader names the request header carrying an API key from
+	// which the tenant is looked up in TenantKeys ("credential mode"): a
+	// client reaches a tenant's partition only with one of its keys.
+	// Default "": not in credential mode. Needs TenantKeys.
+	TenantKeyHeader string `yaml:"tenant_key_header"`
+	// TenantKeys maps the hex SHA-256 of a TenantKeyHeader value (the
+	// whole value, e.g. of "Bearer k" for Authorization; 64 hex digits,
+	// any case) to the tenant it belongs to. A key not listed names no
+	// tenant. Default none.
+	TenantKeys map[string]string `yaml:"tenant_keys"`
+	// TenantRequired answers 400 to a request that names no tenant (no
+	// tenant header, or no known key). Default false. Needs TenantHeader
+	// or TenantKeyHeader.
+	TenantRequired bool `yaml:"tenant_required"`
+	// CredentialHeaders name request headers that identify a caller, on
+	// top of Authorization, Cookie and TenantKeyHeader: an answer to a
+	// request carrying one is stored only when the upstream marks it
+	// public or s-maxage, or when the header is in KeyHeaders. Default
+	// none.
+	CredentialHeaders []string `yaml:"credential_headers"`
+	// KeyHeaders are request headers whose values join the cache key, as
+	// if every answer named them in Vary (and answers do name them).
+	// Default none.
+	KeyHeaders []string `yaml:"key_headers"`
+	// RequestHeaders adjusts which request headers reach the upstream.
+	RequestHeaders RouteRequestHeaders `yaml:"request_headers"`
 	// Cache sets the route's freshness windows.
 	Cache RouteCache `yaml:"cache"`
 	// Breaker sets when the route's circuit breaker trips.
@@ -175,6 +203,27 @@ type RouteCache struct {
 	// MaxBody is the largest body cached; bigger ones are served but not
 	// cached. Default 1MiB; must be > 0.
 	MaxBody ByteSize `yaml:"max_body"`
+	// HitForMiss is how long a key whose last answer could not be shared
+	// (private, no-store, Set-Cookie, …) skips request coalescing: its
+	// requests call the upstream at once instead of queueing behind a
+	// fetch whose answer they could not use (Varnish's hit-for-miss).
+	// Default 5s; 0s always coalesces; >= 0.
+	HitForMiss Duration `yaml:"hit_for_miss"`
+}
+
+// RouteRequestHeaders adjusts which request headers reach a route's
+// upstream. Levee always drops hop-by-hop headers, the client's
+// Forwarded/X-Forwarded-*/X-Real-Ip (it sets its own), Accept-Encoding (it
+// negotiates compression itself), and, unless allowed here, the
+// method-override and URL-rewrite headers X-HTTP-Method-Override,
+// X-HTTP-Method, X-Method-Override, X-Original-URL and X-Rewrite-URL.
+type RouteRequestHeaders struct {
+	// Deny lists more headers never sent upstream. Default none. Must not
+	// name the tenant header, the tenant key header or a key header.
+	Deny []string `yaml:"deny"`
+	// Allow lets method-override or URL-rewrite headers through; each one
+	// allowed joins the cache key. Default none.
+	Allow []string `yaml:"allow"`
 }
 
 // RouteBreaker sets a route's circuit breaker.
@@ -276,6 +325,7 @@ func DefaultRoute() Route {
 			Stale:        Duration(15 * time.Second),
 			StaleIfError: Duration(10 * time.Minute),
 			MaxBody:      1 << 20,
+			HitForMiss:   Duration(5 * time.Second),
 		},
 		Breaker: RouteBreaker{
 			Failures:   3,

@@ -13,6 +13,8 @@ func FuzzParse(f *testing.F) {
 	seeds := []string{
 		exampleYAML,
 		minimalYAML,
+		safetyYAML,
+		"routes: [{name: a, prefix: /a/, upstream: 'http://x/', tenant_key_header: K, tenant_keys: &k {<<: *k, a: *k}}]",
 		"",
 		"routes: [{name: a, prefix: /a/, upstream: 'http://x/'}, {name: b, prefix: /a/b/, upstream: 'http://x/'}]",
 		"routes:\n  - &r {name: a, prefix: /a/, upstream: 'http://x/', cache: &c {fresh: 1m}}\n  - {<<: *r, name: b, prefix: /b/, cache: {<<: *c}}\n",

@@ -58,7 +58,7 @@ func referenceRoute(name, prefix, upstream string) Route {
 	sec := func(n int) Duration { return Duration(time.Duration(n) * time.Second) }
 	return Route{
 		Name: name, Prefix: prefix, Upstream: upstream,
-		Cache:   RouteCache{Fresh: sec(15), Stale: sec(15), StaleIfError: sec(600), MaxBody: 1048576},
+		Cache:   RouteCache{Fresh: sec(15), Stale: sec(15), StaleIfError: sec(600), MaxBody: 1048576, HitForMiss: sec(5)},
 		Breaker: RouteBreaker{Failures: 3, Window: sec(30), SlowCall: sec(12), OpenFor: sec(20), MinNodes: 1, ProbeLease: sec(30)},
 		Retry: RouteRetry{
 			Budget: sec(20), MaxAttempts: 4,

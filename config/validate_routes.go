@@ -33,8 +33,10 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	} else if _, err := parseUpstream(r.Upstream); err != nil {
 		v.add(p+".upstream", "%q %v", r.Upstream, err)
 	}
-	v.check(r.TenantHeader == "" || validHeaderName(r.TenantHeader), p+".tenant_header",
-		fmt.Sprintf("%q is not a valid header name", r.TenantHeader))
+	v.tenant(p, r)
+	v.headerNames(p+".credential_headers", r.CredentialHeaders)
+	v.headerNames(p+".key_headers", r.KeyHeaders)
+	v.requestHeaders(p+".request_headers", r)
 	v.routeCache(p+".cache", &r.Cache)
 	v.breaker(p+".breaker", &r.Breaker)
 	v.retry(p+".retry", &r.Retry, forward)
@@ -110,6 +112,7 @@ func (v *validator) routeCache(p string, c *RouteCache) {
 	v.nonNegative(p+".stale", c.Stale)
 	v.nonNegative(p+".stale_if_error", c.StaleIfError)
 	v.positiveSize(p+".max_body", c.MaxBody)
+	v.nonNegative(p+".hit_for_miss", c.HitForMiss)
 }
 
 func (v *validator) breaker(p string, b *RouteBreaker) {

@@ -59,6 +59,8 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 		d.mapping(path, n, v)
 	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Struct:
 		d.structList(path, n, v)
+	case v.Type() == reflect.TypeFor[map[string]string]():
+		d.stringMap(path, n, v)
 	default:
 		d.fail(path, "unsupported field type %s", v.Type()) // a bug in this package
 	}
@@ -224,6 +226,43 @@ func (d *decoder) stringList(path string, n *yaml.Node, v reflect.Value) {
 		out = append(out, el.Value)
 	}
 	v.Set(reflect.ValueOf(out))
+}
+
+// stringMap decodes a mapping of scalars into a map[string]string. Unlike
+// a struct's mapping it takes any key, but not merge keys: a table of
+// secrets is written out, not assembled. An empty mapping is stored as
+// nil, the same as an absent one.
+func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(path, "must be a mapping, not %s", describe(n))
+		return
+	}
+	out := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !d.spend(path) {
+			return
+		}
+		k, val := resolve(n.Content[i]), resolve(n.Content[i+1])
+		switch {
+		case k == nil || k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge":
+			d.fail(path, "mapping keys must be plain strings")
+		case val == nil || val.Kind != yaml.ScalarNode || val.ShortTag() == "!!null":
+			d.fail(joinPath(path, k.Value), "must be a string")
+		case hasKey(out, k.Value):
+			d.fail(joinPath(path, k.Value), "duplicate key")
+		default:
+			out[k.Value] = val.Value
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	v.Set(reflect.ValueOf(out))
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // setLeaf parses s into the leaf value v. It serves both the YAML decoder

@@ -23,6 +23,7 @@ type Metrics struct {
 	AttemptDuration  *prometheus.HistogramVec
 	RetryWaits       *prometheus.HistogramVec
 	InFlightHost     *prometheus.GaugeVec
+	RefusedCalls     *prometheus.CounterVec
 	BreakerState     *prometheus.GaugeVec
 	BreakerTrans     *prometheus.CounterVec
 	ProbeGrants      *prometheus.CounterVec
@@ -30,6 +31,7 @@ type Metrics struct {
 	Forwarded        *prometheus.CounterVec
 	Replicated       *prometheus.CounterVec
 	NearCache        *prometheus.CounterVec
+	Invalidations    *prometheus.CounterVec
 	LeaderChanges    prometheus.Counter
 	CommitLatency    prometheus.Histogram
 }
@@ -51,6 +53,7 @@ func New() *Metrics {
 		AttemptDuration:  f.histogram("levee_upstream_attempt_duration_seconds", "Duration of single upstream attempts.", prometheus.DefBuckets, "route", "host"),
 		RetryWaits:       f.histogram("levee_retry_wait_seconds", "Waits before upstream retries, by reason (network, 5xx, 429, retry-after).", []float64{.1, .25, .5, 1, 2, 4, 8, 16, 32}, "route", "host", "reason"),
 		InFlightHost:     f.gauge("levee_upstream_inflight", "Upstream attempts in flight per host.", "host"),
+		RefusedCalls:     f.counter("levee_upstream_refused_total", "Logical upstream calls Levee ended itself, never counted by the breaker, by reason: limited (a slot or token wait did not fit in the budget), cancelled (the caller gave up), too-large, no-attempts (spent by the key's owner), bad-request.", "route", "host", "reason"),
 		BreakerState:     f.gauge("levee_breaker_state", "Breaker state per route: 0 closed, 1 open, 2 half-open.", "route"),
 		BreakerTrans:     f.counter("levee_breaker_transitions_total", "Breaker state transitions.", "route", "from", "to"),
 		ProbeGrants:      f.counter("levee_breaker_probe_grants_total", "Half-open probes granted (cluster-wide, as applied on this node).", "route"),
@@ -58,6 +61,7 @@ func New() *Metrics {
 		Forwarded:        f.counter("levee_forwarded_total", "Requests forwarded to the key's owner, by outcome.", "owner", "outcome"),
 		Replicated:       f.counter("levee_replication_total", "Entries pushed to (sent) or received from (received) replica nodes, by outcome.", "direction", "outcome"),
 		NearCache:        f.counter("levee_near_cache_total", "Near-cache lookups on non-owner nodes (hit, miss).", "result"),
+		Invalidations:    f.counter("levee_invalidations_total", "Tombstones of writes sent to other nodes (ok, error, dropped, expired) and received from them (ok); refused counts received messages refused whole.", "direction", "outcome"),
 		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
 		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time for a breaker command to commit and apply, observed on the proposing node (on a follower: including the forward to the leader) and again on the leader for each command a follower forwarded (the leader's local append, replication and apply only).", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
 	}
@@ -118,6 +122,11 @@ func (m *Metrics) Attempt(route, host string, status int, err error, d time.Dura
 	m.AttemptDuration.WithLabelValues(route, host).Observe(d.Seconds())
 }
 
+// Refused implements upstream.Observer.
+func (m *Metrics) Refused(route, host, reason string) {
+	m.RefusedCalls.WithLabelValues(route, host, reason).Inc()
+}
+
 // RetryWait implements upstream.Observer.
 func (m *Metrics) RetryWait(route, host, reason string, wait time.Duration) {
 	m.RetryWaits.WithLabelValues(route, host, reason).Observe(wait.Seconds())
@@ -151,6 +160,11 @@ func Counter(c *prometheus.CounterVec, labels ...string) float64 {
 // ReplicationEvent implements replica.Observer.
 func (m *Metrics) ReplicationEvent(direction, outcome string, n int) {
 	m.Replicated.WithLabelValues(direction, outcome).Add(float64(n))
+}
+
+// Invalidation implements replica.Observer.
+func (m *Metrics) Invalidation(direction, outcome string, n int) {
+	m.Invalidations.WithLabelValues(direction, outcome).Add(float64(n))
 }
 
 // NearCacheLookup implements replica.Observer.

@@ -30,7 +30,7 @@ type clusterPart struct {
 	ml      atomic.Pointer[cluster.Membership] // set by start
 }
 
-func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, log *slog.Logger) (*clusterPart, error) {
+func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, tombs replica.Tombstones, log *slog.Logger) (*clusterPart, error) {
 	rg, err := ring.New(ring.Config{Partitions: cfg.Cluster.Partitions, ReplicationFactor: ring.DefaultConfig().ReplicationFactor, Load: cfg.Cluster.LoadFactor})
 	if err != nil {
 		return nil, err
@@ -43,6 +43,7 @@ func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, log *s
 	rc.HandoffInterval = opts.Timings.Handoff
 	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{c}, c.client
 	rc.Observer, rc.Logger, rc.Now = o, log.With("subsystem", "replica"), opts.Now
+	rc.Tombstones = tombs
 	if c.rep, err = replica.New(rc); err != nil {
 		return nil, err
 	}

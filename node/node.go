@@ -115,7 +115,7 @@ func (n *Node) wire() error {
 		return err
 	}
 	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.metrics, n.log); err != nil {
+		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.metrics, n.cache, n.log); err != nil {
 			return err
 		}
 	}
@@ -166,6 +166,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 	if n.cluster != nil {
 		rep := n.cluster.rep
 		pc.OnStore, pc.Recover, pc.Owns = rep.OnStore, rep.Recover, rep.Owns
+		pc.OnInvalidate = rep.OnInvalidate
 	}
 	n.engine, err = proxy.New(pc)
 	return err
@@ -213,6 +214,7 @@ func (n *Node) enablePeers() {
 	if n.cluster != nil {
 		srv := replica.NewServer(n.engine, n.metrics)
 		pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
+		pc.Endpoints = append(pc.Endpoints, api.PeerEndpoint{Path: peer.PathInvalidate, Serve: n.cluster.rep.ServeInvalidate})
 	}
 	if n.raft != nil {
 		pc.Raft, pc.RaftRemove = n.raft.node, n.raft.node
@@ -259,6 +261,8 @@ func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
 	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
+	n.metrics.GaugeFunc("levee_cache_tombstones", "Tombstones of writes held (bounded; each ends after its documented time).", func() float64 { return float64(n.cache.Stats().Tombstones) })
+	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
 	if r := n.raft; r != nil {
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
 			func() float64 { return float64(r.node.Stats().ApplyErrors) })

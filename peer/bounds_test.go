@@ -22,7 +22,7 @@ func TestDecodeRefusesImpossibleLengths(t *testing.T) {
 		{"invalid code", []byte("\xc1")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}} {
+			for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &Invalidate{}} {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				err := Decode(tc.in, m)

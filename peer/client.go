@@ -19,6 +19,20 @@ import (
 // timeout, refused auth, garbage reply): the caller falls back.
 var ErrUnreachable = errors.New("peer: unreachable")
 
+// Kinds of ErrUnreachable, wrapped alongside it. What the peer did with the
+// message is known only in the first case: a caller that would repeat a
+// write must tell them apart.
+var (
+	// ErrNotSent: the message provably never reached the peer's handler:
+	// no connection could be opened (refused, no route, dial timeout, no
+	// address), or the peer refused it before reading it (401, 404, 405).
+	// The peer cannot have acted on it.
+	ErrNotSent = errors.New("peer: not sent")
+	// ErrTimeout: the peer did not answer in time. It may have acted on the
+	// message, and may still be acting on it.
+	ErrTimeout = errors.New("peer: no answer in time")
+)
+
 // Token derives the peer auth token from the cluster secret, so the secret
 // itself never crosses the wire. An empty secret gives an empty token:
 // auth is off, which package node warns about.
@@ -103,6 +117,13 @@ func (c *Client) Replicate(ctx context.Context, addr string, e *Entry) error {
 	return c.call(ctx, addr, PathReplicate, e, nil)
 }
 
+// Invalidate hands writes' tombstones to the node at addr; it returns once
+// the node applied them.
+func (c *Client) Invalidate(ctx context.Context, addr string, m *Invalidate) error {
+	m.V, m.From = Version, c.cfg.Self
+	return c.call(ctx, addr, PathInvalidate, m, nil)
+}
+
 // Lookup asks the node at addr for its entry of req.Key. found is false
 // when the node holds no usable entry; an error wraps ErrUnreachable.
 func (c *Client) Lookup(ctx context.Context, addr string, req *LookupRequest) (e *Entry, found bool, err error) {
@@ -147,7 +168,7 @@ func (c *Client) call(ctx context.Context, addr, path string, in any, out versio
 	}
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+		return fmt.Errorf("%w: %w: %v", ErrUnreachable, ErrNotSent, err)
 	}
 	hreq.Header.Set("Content-Type", ContentType)
 	hreq.Header.Set(HeaderFrom, c.cfg.Self)
@@ -156,14 +177,19 @@ func (c *Client) call(ctx context.Context, addr, path string, in any, out versio
 	}
 	hresp, err := c.hc.Do(hreq)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
+		return sendError(addr, err)
 	}
 	defer hresp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(hresp.Body, MaxMessage+1))
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading reply: %v", ErrUnreachable, addr, err)
 	}
-	if hresp.StatusCode != http.StatusOK {
+	switch hresp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed:
+		// Refused before any handler read the message.
+		return fmt.Errorf("%w: %w: %s answered %s", ErrUnreachable, ErrNotSent, addr, hresp.Status)
+	default:
 		return fmt.Errorf("%w: %s answered %s", ErrUnreachable, addr, hresp.Status)
 	}
 	if out == nil {
@@ -173,4 +199,21 @@ func (c *Client) call(ctx context.Context, addr, path string, in any, out versio
 		return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
 	}
 	return nil
+}
+
+// sendError classifies a failed HTTP exchange with addr. Only a failed dial
+// proves the message never left: once a connection carries it, the peer
+// may act on it whatever happens to the answer (a pooled connection that
+// turns out dead before anything was written is retried by net/http
+// itself, so it does not end up here).
+func sendError(addr string, err error) error {
+	var op *net.OpError
+	var ne net.Error
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrNotSent, addr, err)
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrTimeout, addr, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
 }

@@ -2,10 +2,14 @@
 // over pooled, keep-alive HTTP/1.1 connections between nodes' API ports, and
 // authenticated by a token derived from cluster.secret.
 //
-// Three calls cross the wire: Forward (a non-owner hands a request to the
-// key's owner, which serves it and never forwards it again), Replicate (an
-// owner pushes a new or renewed cache entry to its replicas) and RaftApply
-// (a follower hands a breaker command to the Raft leader). Every decoder of
-// peer bytes is bounded and fuzzed: a corrupt message is an error, never a
-// crash.
+// The calls: Forward (a non-owner hands a request to the key's owner,
+// which serves it and never forwards it again), Replicate (an owner pushes
+// a new or renewed cache entry to its replicas), Lookup (a node asks the
+// others for their copy of a key), Invalidate (a write's versioned
+// tombstones go to every other node), RaftApply and RaftRemove (a follower
+// hands a breaker command or a removal to the Raft leader). A failed call
+// says whether the message provably never left (ErrNotSent) or the peer did
+// not answer in time (ErrTimeout): a caller that would repeat a write must
+// know. Every decoder of peer bytes is bounded and fuzzed: a corrupt message
+// is an error, never a crash.
 package peer

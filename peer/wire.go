@@ -25,6 +25,9 @@ const (
 	// accepted by a follower).
 	PathRaftRemove = "/-/internal/raft/remove"
 	PathLookup     = "/-/internal/lookup"
+	// PathInvalidate carries writes' invalidations (Invalidate) to every
+	// other node.
+	PathInvalidate = "/-/internal/invalidate"
 )
 
 // Headers of peer calls.
@@ -118,6 +121,34 @@ type LookupResponse struct {
 	Entry *Entry `msgpack:"entry"`
 }
 
+// Invalidate tells a node that writes removed URLs from the cluster's
+// caches: for each Tombstone it removes every answer of the routing key
+// stored at or before At (cache, near cache, hand-off set) and refuses
+// older copies until Until. A message is applied whole or refused whole
+// (Decode validates every tombstone first), so a corrupt one loses nothing.
+type Invalidate struct {
+	V          uint8       `msgpack:"v"`
+	From       string      `msgpack:"from"`
+	Tombstones []Tombstone `msgpack:"tombs"`
+}
+
+// Tombstone is one write's removal of a URL, versioned by the write's time
+// so that an older copy never outlives it while an answer fetched after
+// the write is kept.
+type Tombstone struct {
+	RoutingKey string `msgpack:"rkey"`
+	At         int64  `msgpack:"at"`    // the write's time, unix ns on its node
+	Until      int64  `msgpack:"until"` // unix ns; older copies are refused until then
+}
+
+// Bounds of an Invalidate: a forged message cannot pin memory or a URL.
+const (
+	// MaxTombstones bounds the tombstones of one message.
+	MaxTombstones = 1024
+	// MaxTombstoneLife bounds Until - At.
+	MaxTombstoneLife = 30 * 24 * time.Hour
+)
+
 // RaftApply carries one encoded breaker command to the leader.
 type RaftApply struct {
 	V    uint8  `msgpack:"v"`
@@ -159,6 +190,7 @@ func (m *LookupResponse) version() uint8   { return m.V }
 func (m *RaftApplyResult) version() uint8  { return m.V }
 func (m *RaftRemove) version() uint8       { return m.V }
 func (m *RaftRemoveResult) version() uint8 { return m.V }
+func (m *Invalidate) version() uint8       { return m.V }
 
 // Encode marshals a message.
 func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
@@ -213,6 +245,25 @@ func validate(v versioned) error {
 		}
 	case *LookupResponse:
 		return validateLookup(m)
+	case *Invalidate:
+		return validateInvalidate(m)
+	}
+	return nil
+}
+
+// validateInvalidate checks every tombstone, so that a message is applied
+// whole or not at all.
+func validateInvalidate(m *Invalidate) error {
+	if len(m.Tombstones) == 0 || len(m.Tombstones) > MaxTombstones {
+		return fmt.Errorf("%w: invalidate with %d tombstones, want 1 to %d", ErrBadMessage, len(m.Tombstones), MaxTombstones)
+	}
+	for i, t := range m.Tombstones {
+		switch {
+		case t.RoutingKey == "":
+			return fmt.Errorf("%w: tombstone %d without a routing key", ErrBadMessage, i)
+		case t.At <= 0 || t.Until <= t.At || t.Until-t.At > int64(MaxTombstoneLife):
+			return fmt.Errorf("%w: tombstone %d at %d until %d: want 0 < at < until <= at+%v", ErrBadMessage, i, t.At, t.Until, MaxTombstoneLife)
+		}
 	}
 	return nil
 }

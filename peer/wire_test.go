@@ -143,12 +143,13 @@ func FuzzDecode(f *testing.F) {
 		&LookupRequest{V: 1, Key: "k", Header: map[string][]string{"A": {"b"}}},
 		&LookupResponse{V: 1, Found: true, Entry: &Entry{V: 1, Key: "k", Status: 200, StoredAt: 1, Body: []byte("x")}},
 		&LookupResponse{V: 1},
+		&Invalidate{V: 1, Tombstones: []Tombstone{{RoutingKey: "k", At: 1, Until: 2}}},
 	} {
 		b, _ := Encode(m)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}} {
+		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}, &Invalidate{}} {
 			if err := Decode(b, m); err != nil && !errors.Is(err, ErrBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
 			}

@@ -14,12 +14,29 @@
 // (the cluster's replica lookup) may supply another node's copy, which is
 // served the same way and kept.
 //
+// Before any of that, prepare holds the request to its route's rules
+// (inbound.go, path.go, tenant.go): paths decoded to a fixed point, no body
+// on GET/HEAD, one unambiguous tenant, and only the headers the upstream
+// may see (method-override, URL-rewrite and Accept-Encoding dropped). Keys
+// (key.go, query.go) hold what changes the answer and digests of header
+// values, never a credential in clear. A waiter on a flight gets its answer
+// only when a shared cache could have served it that answer (reuse.go,
+// RFC 9111 §4); a key whose answers cannot be shared skips coalescing for
+// a while (hit-for-miss). Answers to credentials the key does not hold are
+// stored only when the upstream says public or s-maxage (credentials.go,
+// policy.go), and a refresh of a shared entry never carries them.
+//
 // The engine knows nothing about HTTP servers, and about the cluster only
-// through three optional hooks the node wires in: Config.OnStore (hand a
+// through four optional hooks the node wires in: Config.OnStore (hand a
 // stored entry to replication), Config.Owns (does this node own a routing
 // key: an owner trusts its own copy, a non-owner first asks the replicas
-// for a newer one) and Config.Recover (another node's copy when nothing
-// local can stand in). Nil hooks make a single node. api parses the
+// for a newer one), Config.Recover (another node's copy when nothing
+// local can stand in) and Config.OnInvalidate (a write removed a URL here:
+// remove it everywhere, invalidate.go). Nil hooks make a single node.
+//
+// The breaker is told what the upstream did, not what Levee did
+// (guarded.go): the time from when the request left, and whether Levee
+// ended the call itself (its caps, a client that left, a body too large). api parses the
 // request, decides which node owns the key (Engine.RoutingKey) and calls
 // Engine.Serve on the owner.
 package proxy

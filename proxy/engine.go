@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -75,11 +73,20 @@ type Config struct {
 	// request's goroutine and should bound its own wait. Default nil: no
 	// recovery.
 	Recover func(ctx context.Context, routingKey, primaryKey string, h http.Header) (*store.Entry, bool)
+	// OnInvalidate, when set, is called after a write (an unsafe method the
+	// upstream may have applied) removed its URL's answers from this
+	// node's cache, with the URL's routing key, the write's time and the
+	// end of the tombstone it left: cluster invalidation hooks in here to
+	// remove the URL from every other node (owner, replicas, near caches)
+	// and keep older copies from coming back before then. It must not
+	// block. Default nil: a single node, nothing more to do.
+	OnInvalidate func(routingKey string, at, until time.Time)
 }
 
 // Engine serves requests through the cache, breaker and upstream layers.
 type Engine struct {
 	recheck recheckLog // when each key's replicas were last asked
+	hfm     hitForMiss // flight keys whose last answer could not be shared
 	cfg     Config
 	routes  map[string]*Route
 	flights store.Group[*flight]
@@ -88,13 +95,14 @@ type Engine struct {
 // flight is the outcome of one upstream fetch, shared by every caller that
 // coalesced onto it.
 type flight struct {
-	entry    *store.Entry // the answer; stored or not
-	result   Result       // Miss, Revalidated or Bypass
-	stored   bool
-	failed   bool        // a failure status (5xx, 429) after every retry
-	attempts int         // upstream attempts
-	vary     []string    // header names the answer varies on
-	reqHdr   http.Header // the fetching request's headers, to compare Vary'd values
+	entry     *store.Entry // the answer; stored or not
+	result    Result       // Miss, Revalidated or Bypass
+	stored    bool
+	shareable bool        // storable by a shared cache, so reusable by waiters (see reusableFor)
+	failed    bool        // a failure status (5xx, 429) after every retry
+	attempts  int         // upstream attempts
+	vary      []string    // header names the answer varies on
+	reqHdr    http.Header // the fetching request's headers, to compare Vary'd values
 }
 
 // New builds an Engine. It does no I/O.
@@ -116,7 +124,10 @@ func New(cfg Config) (*Engine, error) {
 		if _, dup := e.routes[rt.Name]; dup {
 			return nil, fmt.Errorf("proxy: duplicate route %q", rt.Name)
 		}
-		e.routes[rt.Name] = rt
+		if err := rt.check(); err != nil {
+			return nil, err
+		}
+		e.routes[rt.Name] = rt.compiled()
 	}
 	return e, nil
 }
@@ -131,17 +142,19 @@ func (e *Engine) Route(name string) (*Route, bool) {
 }
 
 // RoutingKey returns the key that decides which node owns r: every method and
-// variant of one URL and tenant share it, so one node coalesces them all.
+// variant of one URL and tenant share it, so one node coalesces them all. A
+// request the route refuses (see prepare) is an error wrapping
+// ErrBadRequest, so it is refused before it is forwarded anywhere.
 func (e *Engine) RoutingKey(r *Request) (string, error) {
 	rt, ok := e.routes[r.Route]
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
-	return routingKey(rt, r), nil
-}
-
-func routingKey(rt *Route, r *Request) string {
-	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenantOf(rt, r.Header)
+	pr, err := prepare(rt, r)
+	if err != nil {
+		return "", err
+	}
+	return routingKey(rt, pr), nil
 }
 
 // InFlight returns the number of upstream fetches in flight.
@@ -155,8 +168,11 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
+	r, err := prepare(rt, r)
+	if err != nil {
+		return nil, err
+	}
 	var resp *Response
-	var err error
 	if cacheable(r.Method) {
 		resp, err = e.serveCached(ctx, rt, r)
 	} else {
@@ -210,46 +226,34 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 	return e.fromFlight(f), nil
 }
 
-// flightKey separates callers that must never share an answer: requests
-// carrying different credentials do not coalesce, so a private answer to one
-// user cannot reach another through a shared flight.
-func flightKey(key string, h http.Header) string {
-	auth, cookie := h.Values("Authorization"), h.Values("Cookie")
-	if len(auth) == 0 && len(cookie) == 0 {
-		return key
-	}
-	sum := sha256.New()
-	for _, v := range append(auth, cookie...) {
-		io.WriteString(sum, v)
-		sum.Write([]byte{0})
-	}
-	return key + "\x00cred=" + hex.EncodeToString(sum.Sum(nil)[:12])
-}
-
-// fetchCoalesced runs (or joins) the one flight for key. A caller that
-// joined a flight for a different variant of the same URL fetches its own.
+// fetchCoalesced runs (or joins) the one flight for r's URL and hands its
+// answer on only where RFC 9111 §4 lets a cache reuse it for r (see
+// flight.reusableFor); any other waiter gets an answer of its own. A key
+// whose answer could not be shared is remembered for rt.HitForMiss, and
+// meanwhile its requests call the upstream at once instead of queueing
+// behind a flight they could not use (Varnish's hit-for-miss).
 func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (*flight, error) {
-	fetch := func(old *store.Entry) func(context.Context) (*flight, error) {
-		return func(fctx context.Context) (*flight, error) {
-			// Double-check: a flight for this key may have finished and
-			// stored between our lookup and our Do, in which case we would
-			// start a needless second upstream call.
-			if _, cur := e.lookup(pkey, r.Header); cur != nil && cur != old && cur.Freshness(e.cfg.Now()) == store.Fresh {
-				vary, _ := VaryNames(cur.Header)
-				return &flight{entry: cur, result: Hit, stored: true, vary: vary, reqHdr: r.Header}, nil
-			}
-			return e.fetch(fctx, rt, r, pkey, old)
+	fkey := flightKey(rt, pkey, r.Header)
+	if e.hfm.active(fkey, e.cfg.Now()) {
+		f, err := e.fetch(ctx, rt, r, pkey, old)
+		if err == nil {
+			e.remember(rt, fkey, f)
 		}
-	}
-	// One flight per URL (primary key), whatever variant the caller wants:
-	// a joiner that needs another variant fetches it below.
-	f, err, shared := e.flights.Do(ctx, flightKey(pkey, r.Header), fetch(old))
-	if err != nil || !shared || len(f.vary) == 0 || sameVary(f.vary, f.reqHdr, r.Header) {
 		return f, err
 	}
-	vkey := VaryKey(pkey, f.vary, r.Header)
-	f, err, _ = e.flights.Do(ctx, flightKey(vkey, r.Header), fetch(nil))
-	return f, err
+	// One flight per URL (primary key), whatever variant the caller wants:
+	// a joiner that needs another variant fetches it in fetchUnshared.
+	f, err, shared := e.flights.Do(ctx, fkey, e.fetchOnce(rt, r, pkey, old))
+	if err != nil {
+		return nil, err
+	}
+	if !shared {
+		e.remember(rt, fkey, f)
+	}
+	if !shared || f.reusableFor(r.Header) {
+		return f, nil
+	}
+	return e.fetchUnshared(ctx, rt, r, pkey, old, f)
 }
 
 // refresh starts the one background revalidation of a stale entry, unless a
@@ -257,9 +261,15 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 // caller's is answered and gone long before the refresh ends.
 func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	rc := *r
-	rc.Header = r.Header.Clone()
-	e.flights.Start(flightKey(pkey, r.Header), func(ctx context.Context) (*flight, error) {
+	// The entry is shared by every caller of the key: refresh it with no
+	// credential the key does not hold, never this caller's.
+	rc.Header = withoutUnkeyedCredentials(rt, r.Header)
+	fkey := flightKey(rt, pkey, rc.Header)
+	e.flights.Start(fkey, func(ctx context.Context) (*flight, error) {
 		f, err := e.fetch(ctx, rt, &rc, pkey, old)
+		if err == nil {
+			e.remember(rt, fkey, f)
+		}
 		if err == nil && f.failed {
 			err = fmt.Errorf("%w: status %d", ErrUpstreamStatus, f.entry.Status)
 		}
@@ -292,7 +302,9 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 		return f, nil
 	}
 	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header)
-	f.vary, _ = VaryNames(resp.Header)
+	ent.Header = withRouteVary(rt, ent.Header)
+	f.vary, _ = VaryNames(ent.Header)
+	f.shareable = p.Store
 	setWindows(ent, now, p)
 	if p.Store && int64(len(resp.Body)) <= rt.MaxBody {
 		e.put(rt, r, pkey, f.vary, ent)
@@ -302,17 +314,10 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	return f, nil
 }
 
-// call runs the logical call under the breaker: one ticket, one report.
+// call runs the logical call under the breaker: one ticket, one report,
+// judged on the upstream's account (see callTraced in guarded.go).
 func (e *Engine) call(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, error) {
-	done, err := e.cfg.Breaker.Allow(ctx, rt.Name, rt.Breaker)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := e.cfg.Upstream.Do(ctx, e.upstreamRequest(rt, r, old))
-	failed := err != nil || failureStatus(resp.Status)
-	if derr := done(context.WithoutCancel(ctx), failed); derr != nil {
-		e.cfg.Logger.Warn("breaker report failed", "route", rt.Name, "err", derr)
-	}
+	resp, _, err := e.callTraced(ctx, rt, r, old)
 	return resp, err
 }
 
@@ -324,7 +329,8 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	}
 	p := responsePolicy(rt, r.Method, r.Header, old.Status, merged)
 	renewed := old.Renewed(now, p.Fresh, p.Stale, p.StaleIfError, resp.Header)
-	f := &flight{entry: renewed, result: Revalidated, attempts: resp.Attempts, reqHdr: r.Header}
+	renewed.Header = withRouteVary(rt, renewed.Header)
+	f := &flight{entry: renewed, result: Revalidated, shareable: p.Store, attempts: resp.Attempts, reqHdr: r.Header}
 	f.vary, _ = VaryNames(renewed.Header)
 	if p.Store {
 		e.put(rt, r, pkey, f.vary, renewed)
@@ -333,19 +339,16 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	return f
 }
 
-// pass sends a non-cacheable request straight through breaker and retry. A
-// successful unsafe method invalidates the cached answers for its URL.
+// pass sends a non-cacheable request straight through breaker and retry. An
+// unsafe method the upstream may have applied (a success, or no final
+// answer) invalidates its URL's cached answers cluster-wide (invalidate.go).
 func (e *Engine) pass(ctx context.Context, rt *Route, r *Request) (*Response, error) {
-	resp, err := e.call(ctx, rt, r, nil)
+	resp, tr, err := e.callTraced(ctx, rt, r, nil)
+	if !safeMethod(r.Method) && mayHaveWritten(resp, tr, err) {
+		e.invalidate(rt, r)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if !safeMethod(r.Method) && resp.Status < 400 {
-		for _, m := range []string{http.MethodGet, http.MethodHead} {
-			g := *r
-			g.Method = m
-			e.cfg.Cache.Delete(primaryKey(rt, &g))
-		}
 	}
 	return &Response{Status: resp.Status, Header: resp.Header, Body: resp.Body, Result: Bypass, Attempts: resp.Attempts}, nil
 }

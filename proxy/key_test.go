@@ -16,6 +16,13 @@ func TestCacheKeySharing(t *testing.T) {
 	}{
 		{"sorted query", get("s/1?b=2&a=1"), get("s/1?a=1&b=2"), true},
 		{"different query", get("s/1?a=1"), get("s/1?a=2"), false},
+		{"repeated parameter order kept", get("s/1?a=1&a=2"), get("s/1?a=2&a=1"), false},
+		{"repeated parameter among others", get("s/1?a=1&b=0&a=2"), get("s/1?b=0&a=1&a=2"), true},
+		{"bare name vs empty value", get("s/1?a"), get("s/1?a="), false},
+		{"escape case", get("s/1?q=%2f"), get("s/1?q=%2F"), true},
+		{"escaped unreserved", get("s/1?q=%41"), get("s/1?q=A"), true},
+		{"plus vs escaped plus", get("s/1?q=a+b"), get("s/1?q=a%2Bb"), false},
+		{"escaped ampersand", get("s/1?q=a%26b=c"), get("s/1?q=a&b=c"), false},
 		{"different path", get("s/1"), get("s/2"), false},
 		{"tenants apart", get("s/1", "X-Tenant", "acme"), get("s/1", "X-Tenant", "globex"), false},
 		{"same tenant", get("s/1", "X-Tenant", "acme"), get("s/1", "X-Tenant", "acme"), true},

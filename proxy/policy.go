@@ -52,14 +52,34 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 		return p.deny("no-store")
 	case cc.PrivatePresent:
 		return p.deny("private")
-	case reqHeader.Get("Authorization") != "" && !cc.Public && cc.SMaxAge < 0 && !cc.MustRevalidate:
-		// RFC 9111 §3.5: a shared cache must not reuse an authenticated answer
-		// unless the upstream says it may.
-		return p.deny("authorization")
+	case unkeyedCredential(rt, reqHeader) && !cc.Public && cc.SMaxAge < 0:
+		// RFC 9111 §3.5: a shared cache must not reuse an authenticated
+		// answer unless the upstream says it may. Levee applies it to every
+		// credential (Cookie, the route's credential headers), and does not
+		// take must-revalidate as leave: frameworks send "max-age=0,
+		// must-revalidate" on per-user pages.
+		return p.deny("credentials")
+	case encoded(h):
+		// Levee asks for gzip itself and stores the decoded body; an
+		// encoding the upstream chose anyway is one some client may not
+		// read, so it is passed through but never stored or shared.
+		return p.deny("content-encoding")
 	}
 	p.Store = true
 	p.applyDirectives(cc, h)
 	return p
+}
+
+// encoded reports a body still in a content coding.
+func encoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (p policy) deny(reason string) policy {

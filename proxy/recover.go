@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/levee/levee/store"
@@ -97,26 +96,11 @@ func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
 // replicas whether they hold a newer copy of one key.
 const recheckEvery = 5 * time.Second
 
-// recheckLog remembers, per key, when the replicas were last asked. It is
-// bounded: when full it starts over, which at worst asks again early.
-type recheckLog struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-const recheckLogMax = 10000
+// recheckLog remembers, per key, when the replicas were last asked.
+type recheckLog struct{ last timeMap }
 
 // due reports whether key's replicas should be asked now, and if so
 // records that they are.
 func (l *recheckLog) due(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.last[key]; ok && now.Sub(t) < recheckEvery {
-		return false
-	}
-	if l.last == nil || len(l.last) >= recheckLogMax {
-		l.last = make(map[string]time.Time)
-	}
-	l.last[key] = now
-	return true
+	return l.last.swapIf(key, now, func(t time.Time, ok bool) bool { return !ok || now.Sub(t) >= recheckEvery })
 }

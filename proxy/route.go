@@ -1,9 +1,10 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,22 +12,128 @@ import (
 	"github.com/levee/levee/upstream"
 )
 
-// Route is the runtime form of one configured route: where its requests go
-// and the resilience settings that apply to them.
+// Route is the runtime form of one configured route: where its requests go,
+// what makes two of its requests the same, and the resilience settings that
+// apply to them. Header names may be given in any case; New canonicalises
+// them.
 type Route struct {
-	Name         string
-	Prefix       string   // stripped from the client path
-	Upstream     *url.URL // the rest of the path is appended to its path
-	TenantHeader string   // "" = no tenant; else its value is part of the key
+	Name     string
+	Prefix   string   // stripped from the client path
+	Upstream *url.URL // the rest of the path is appended to its path
+
+	// TenantHeader names the request header whose value is the tenant
+	// ("header mode"). "" = no tenant header.
+	TenantHeader string
+	// TenantKeyHeader and TenantKeys take the tenant from a credential
+	// instead ("credential mode"): the tenant is TenantKeys[hex SHA-256 of
+	// the header's value], so a client cannot name another tenant's
+	// partition without holding one of its keys. When TenantKeyHeader is
+	// set, TenantHeader is ignored. Keys are lower-case hex.
+	TenantKeyHeader string
+	TenantKeys      map[string]string
+	// TenantRequired refuses (ErrBadRequest) a request that names no
+	// tenant: no tenant header, or, in credential mode, no known key.
+	TenantRequired bool
+
+	// CredentialHeaders name request headers that identify a caller, on
+	// top of Authorization, Cookie and TenantKeyHeader.
+	CredentialHeaders []string
+	// KeyHeaders are request headers whose values join the cache key (as
+	// if the upstream had named them in Vary). A credential named here
+	// makes answers to it storable: each caller gets its own entry.
+	KeyHeaders []string
+	// DenyHeaders are request headers never sent upstream, on top of the
+	// default set (see droppedByDefault).
+	DenyHeaders []string
+	// AllowHeaders lets headers of the default drop set through to the
+	// upstream. They then join the cache key, like KeyHeaders.
+	AllowHeaders []string
 
 	Fresh        time.Duration // default window when the upstream gives none
 	Stale        time.Duration
 	StaleIfError time.Duration
 	MaxBody      int64 // bodies above this are served but not cached
+	// HitForMiss is how long a key whose answer could not be shared skips
+	// coalescing (see hitForMiss). 0 disables it.
+	HitForMiss time.Duration
 
 	Breaker breaker.Settings
 	Retry   upstream.Retry
 	Limits  upstream.Limits
+}
+
+// compiled returns a copy of rt with every header name canonical and every
+// tenant key lower-case, so the rest of the engine compares names with ==.
+func (rt *Route) compiled() *Route {
+	c := *rt
+	c.TenantHeader = canonicalName(rt.TenantHeader)
+	c.TenantKeyHeader = canonicalName(rt.TenantKeyHeader)
+	c.CredentialHeaders = canonicalNames(rt.CredentialHeaders)
+	c.KeyHeaders = canonicalNames(rt.KeyHeaders)
+	c.DenyHeaders = canonicalNames(rt.DenyHeaders)
+	c.AllowHeaders = canonicalNames(rt.AllowHeaders)
+	if rt.TenantKeys != nil {
+		c.TenantKeys = make(map[string]string, len(rt.TenantKeys))
+		for k, v := range rt.TenantKeys {
+			c.TenantKeys[strings.ToLower(k)] = v
+		}
+	}
+	return &c
+}
+
+// check refuses an allow list naming a header Levee does not drop: a
+// typo there would silently let nothing through.
+func (rt *Route) check() error {
+	for _, n := range rt.AllowHeaders {
+		if !slices.Contains(droppedByDefault, canonicalName(n)) {
+			return fmt.Errorf("proxy: route %q: request_headers.allow: %q is not a header Levee drops (%s)",
+				rt.Name, n, strings.Join(droppedByDefault, ", "))
+		}
+	}
+	return nil
+}
+
+func canonicalName(s string) string {
+	if s == "" {
+		return ""
+	}
+	return http.CanonicalHeaderKey(s)
+}
+
+func canonicalNames(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if c := canonicalName(n); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// routeVary are the request headers the route itself adds to every
+// answer's Vary: its key headers and the default-dropped headers it lets
+// through, sorted.
+func routeVary(rt *Route) []string {
+	names := append(slices.Clone(rt.KeyHeaders), rt.AllowHeaders...)
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// withRouteVary names the route's key headers in h's Vary (h is modified
+// and returned; a nil h is allocated), so every cache that keys by Vary
+// (this node's, the near cache on other nodes, the client's own) keeps
+// callers apart exactly as the key does.
+func withRouteVary(rt *Route, h http.Header) http.Header {
+	have, _ := VaryNames(h)
+	for _, n := range routeVary(rt) {
+		if h == nil {
+			h = http.Header{}
+		}
+		if !slices.Contains(have, n) {
+			h.Add("Vary", n)
+		}
+	}
+	return h
 }
 
 // Request is one client request after api has parsed and cleaned it.
@@ -67,7 +174,7 @@ type Response struct {
 // cacheable reports whether the method's answers may be cached at all.
 func cacheable(method string) bool { return method == http.MethodGet || method == http.MethodHead }
 
-// idempotentish are the methods whose success does not invalidate cached
+// safeMethod reports the methods whose success does not invalidate cached
 // entries for the same path (RFC 9111 §4.4).
 func safeMethod(method string) bool {
 	switch method {
@@ -75,114 +182,4 @@ func safeMethod(method string) bool {
 		return true
 	}
 	return false
-}
-
-// canonicalQuery sorts parameters by name and value so ?b=2&a=1 and ?a=1&b=2
-// share an entry. An unparsable query is kept verbatim: it is still a
-// distinct request and must not collide with a parsable one.
-func canonicalQuery(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		return "!" + raw
-	}
-	keys := make([]string, 0, len(vals))
-	for k := range vals {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		vs := vals[k]
-		sort.Strings(vs)
-		for _, v := range vs {
-			if b.Len() > 0 {
-				b.WriteByte('&')
-			}
-			b.WriteString(url.QueryEscape(k))
-			b.WriteByte('=')
-			b.WriteString(url.QueryEscape(v))
-		}
-	}
-	return b.String()
-}
-
-// tenantOf returns the tenant header's value for the route, or "".
-func tenantOf(rt *Route, h http.Header) string {
-	if rt == nil || rt.TenantHeader == "" {
-		return ""
-	}
-	return h.Get(rt.TenantHeader)
-}
-
-// primaryKey is the cache key before Vary: route, method, path, canonical
-// query and tenant. It is also the routing key: every variant of one URL
-// lives on the same owner node. NUL separators cannot occur in any part
-// (paths are escaped, header values cannot hold NUL).
-func primaryKey(rt *Route, r *Request) string {
-	var b strings.Builder
-	b.WriteString(r.Route)
-	b.WriteByte(0)
-	b.WriteString(r.Method)
-	b.WriteByte(0)
-	b.WriteString(r.Path)
-	b.WriteByte('?')
-	b.WriteString(canonicalQuery(r.RawQuery))
-	b.WriteByte(0)
-	b.WriteString("t=")
-	b.WriteString(tenantOf(rt, r.Header))
-	return b.String()
-}
-
-// VaryKey extends a primary key with the request's values of the headers the
-// upstream named in Vary.
-func VaryKey(primary string, names []string, h http.Header) string {
-	if len(names) == 0 {
-		return primary
-	}
-	var b strings.Builder
-	b.WriteString(primary)
-	for _, n := range names {
-		b.WriteByte(0)
-		b.WriteString(n)
-		b.WriteByte('=')
-		b.WriteString(strings.Join(h.Values(n), ","))
-	}
-	return b.String()
-}
-
-// VaryNames parses the Vary header values into sorted canonical names. star
-// reports "Vary: *", which makes a response unstorable.
-func VaryNames(h http.Header) (names []string, star bool) {
-	seen := map[string]bool{}
-	for _, v := range h.Values("Vary") {
-		for _, f := range strings.Split(v, ",") {
-			f = strings.TrimSpace(f)
-			if f == "" {
-				continue
-			}
-			if f == "*" {
-				return nil, true
-			}
-			c := http.CanonicalHeaderKey(f)
-			if !seen[c] {
-				seen[c] = true
-				names = append(names, c)
-			}
-		}
-	}
-	sort.Strings(names)
-	return names, false
-}
-
-// sameVary reports whether two requests agree on every varied header.
-func sameVary(names []string, a, b http.Header) bool {
-	for _, n := range names {
-		if strings.Join(a.Values(n), ",") != strings.Join(b.Values(n), ",") {
-			return false
-		}
-	}
-	return true
 }

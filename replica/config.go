@@ -43,6 +43,7 @@ type Members interface {
 type Transport interface {
 	Forward(ctx context.Context, addr string, req *peer.ForwardRequest) (*peer.ForwardResponse, error)
 	Replicate(ctx context.Context, addr string, e *peer.Entry) error
+	Invalidate(ctx context.Context, addr string, m *peer.Invalidate) error
 	Lookup(ctx context.Context, addr string, req *peer.LookupRequest) (*peer.Entry, bool, error)
 }
 
@@ -64,9 +65,14 @@ type Observer interface {
 	ReplicationEvent(direction, outcome string, n int)
 	// NearCacheLookup counts one near-cache lookup: "hit" or "miss".
 	NearCacheLookup(result string)
-	// ForwardOutcome counts one forward to owner: "ok", "remote-error" or
-	// "unreachable".
+	// ForwardOutcome counts one forward to owner: "ok", "remote-error",
+	// "not-sent" (it provably never reached the owner) or "unreachable"
+	// (it may have: its outcome is unknown).
 	ForwardOutcome(owner, outcome string)
+	// Invalidation counts n tombstones of writes "sent" to other nodes
+	// ("ok", "error", "dropped", "expired") or "received" ("ok",
+	// "refused").
+	Invalidation(direction, outcome string, n int)
 }
 
 // Config configures a Replicator. Start from DefaultConfig: zero is a
@@ -103,6 +109,16 @@ type Config struct {
 	QueueSize int
 	// Workers is the number of goroutines sending pushes. Default 2.
 	Workers int
+	// PendingInvalidations bounds the writes' tombstones this node keeps
+	// to send to members that did not take them yet or come back later;
+	// past it the oldest is dropped (levee_invalidations_total{outcome=
+	// "dropped"}). Default 10 000.
+	PendingInvalidations int
+	// Tombstones is the local cache's record of writes: invalidations
+	// from other nodes are laid in it, and copies it shadows are neither
+	// handed off, replicated nor recovered. Default nil: invalidations
+	// reach only the near cache and the hand-off set (tests).
+	Tombstones Tombstones
 
 	// Ring places keys. Required.
 	Ring Ring
@@ -132,6 +148,8 @@ func DefaultConfig() Config {
 		PushTimeout:       2 * time.Second,
 		QueueSize:         4096,
 		Workers:           2,
+
+		PendingInvalidations: 10_000,
 	}
 }
 
@@ -150,6 +168,8 @@ func (c Config) Validate() error {
 		return errors.New("replica: HandoffInterval, LookupTimeout and PushTimeout must be > 0")
 	case c.HandoffMaxEntries <= 0 || c.HandoffMaxBytes <= 0 || c.QueueSize <= 0 || c.Workers <= 0:
 		return errors.New("replica: HandoffMaxEntries, HandoffMaxBytes, QueueSize and Workers must be > 0")
+	case c.PendingInvalidations <= 0:
+		return errors.New("replica: PendingInvalidations must be > 0")
 	}
 	return nil
 }
@@ -160,3 +180,4 @@ type nopObserver struct{}
 func (nopObserver) ReplicationEvent(string, string, int) {}
 func (nopObserver) NearCacheLookup(string)               {}
 func (nopObserver) ForwardOutcome(string, string)        {}
+func (nopObserver) Invalidation(string, string, int)     {}

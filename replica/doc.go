@@ -14,6 +14,14 @@
 //	                    │ (not the owner)          │ (failed)
 //	                    └──────────► hand-off set ◄┘ ── MemberUp / every HandoffInterval ──► Transport.Replicate
 //	engine fetch failed ── Recover ──► Transport.Lookup (every candidate) ──► peer's Server.ServeLookup ──► Engine.Lookup
+//	engine write ── OnInvalidate ──► near cache, hand-off set dropped here; tombstone owed to every member
+//	                    ──► invalidation loop ── Transport.Invalidate ──► peer's Replicator.ServeInvalidate
+//	                        ──► Tombstones.Invalidate (its cache), near cache, hand-off set; kept for members that come back
+//
+// A write's tombstone is versioned by the write's time: whatever copy of
+// the URL is older (a late push, a hand-off, a recovered or near-cached
+// copy) is neither stored nor served until the tombstone ends, while an
+// answer fetched after the write is stored as usual.
 //
 // The package knows neither memberlist nor Raft nor the node: it reads the
 // ring through Ring, addresses through Members, and is told of a member

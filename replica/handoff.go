@@ -77,6 +77,20 @@ func (h *handoff) remove(el *list.Element) {
 	h.bytes -= it.size
 }
 
+// drop removes rkey's entries stored at or before at (unix ns): a write
+// removed them, and pushing them later would bring them back.
+func (h *handoff) drop(rkey string, at int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for el := h.order.Front(); el != nil; {
+		next := el.Next()
+		if e := el.Value.(*handoffItem).entry; e.RoutingKey == rkey && e.StoredAt <= at {
+			h.remove(el)
+		}
+		el = next
+	}
+}
+
 // forget makes every entry due again for member: it (re)joined and may
 // have restarted with an empty cache.
 func (h *handoff) forget(member string) {
@@ -141,15 +155,20 @@ func (h *handoff) len() int {
 func deadAt(e *peer.Entry) int64 { return max(e.FreshUntil, e.StaleUntil, e.ErrorUntil) }
 
 // keepForHandoff adds e to the hand-off set, counting what that pushed out.
+// An entry a write removed meanwhile is not kept.
 func (r *Replicator) keepForHandoff(e *peer.Entry) {
+	if r.shadowed(e.Key, e.StoredAt) {
+		return
+	}
 	if n := r.handoff.add(e); n > 0 {
 		r.obs.ReplicationEvent("handoff", "dropped", n)
 	}
 }
 
-// handoffLoop pushes owed entries after every membership change and every
-// Config.HandoffInterval.
-func (r *Replicator) handoffLoop(ctx context.Context) {
+// every runs flush every Config.HandoffInterval and whenever wake fires
+// (a write, a membership change), until ctx ends: the loop of hand-off
+// and of owed invalidations alike.
+func (r *Replicator) every(ctx context.Context, wake <-chan struct{}, flush func(context.Context)) {
 	defer r.wg.Done()
 	t := time.NewTicker(r.cfg.HandoffInterval)
 	defer t.Stop()
@@ -158,9 +177,9 @@ func (r *Replicator) handoffLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-r.handoff.wake:
+		case <-wake:
 		}
-		r.flushHandoff(ctx)
+		flush(ctx)
 	}
 }
 

@@ -48,6 +48,15 @@ func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bo
 		Age: e.Age(now), Detail: "near-cache", FreshFor: e.FreshUntil.Sub(now)}, true
 }
 
+// invalidate removes rkey's answers stored at or before at, every method
+// and variant, and refuses older ones until until: a forward that was in
+// flight during the write must not put the old answer back.
+func (n *nearCache) invalidate(rkey string, at, until time.Time) {
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		n.c.Invalidate(nearKey(m, rkey), at, until)
+	}
+}
+
 func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response) {
 	if !nearable(method, resp) {
 		return

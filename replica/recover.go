@@ -50,6 +50,11 @@ func (r *Replicator) lookupAt(ctx context.Context, m Member, pkey string, h http
 	case !found:
 		r.obs.ReplicationEvent("lookup", "miss", 1)
 		return nil, false
+	case r.shadowed(pe.Key, pe.StoredAt):
+		// The peer missed a write this node knows of: its copy is what
+		// the write removed.
+		r.obs.ReplicationEvent("lookup", "shadowed", 1)
+		return nil, false
 	}
 	r.obs.ReplicationEvent("lookup", "hit", 1)
 	return FromWire(pe), true

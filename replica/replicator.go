@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 )
 
 // Replicator is the client half of replication: it implements api.Peers
-// and api.Placement, and gives the engine its OnStore, Owns and Recover
-// hooks. New does no I/O; Start runs the push workers and the hand-off
+// and api.Placement, and gives the engine its OnStore, Owns, Recover and
+// OnInvalidate hooks; it also serves the invalidations other nodes send
+// (ServeInvalidate). New does no I/O; Start runs the push workers and the hand-off
 // loop; Close stops them and is safe to call twice.
 type Replicator struct {
 	cfg     Config
@@ -24,6 +26,7 @@ type Replicator struct {
 	near    *nearCache // nil when disabled
 	queue   chan push
 	handoff *handoff
+	owed    *pending // writes' tombstones for other members
 
 	wg        sync.WaitGroup
 	cancel    context.CancelFunc
@@ -45,7 +48,7 @@ func New(cfg Config) (*Replicator, error) {
 		cfg.Now = time.Now
 	}
 	r := &Replicator{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, queue: make(chan push, cfg.QueueSize),
-		handoff: newHandoff(cfg.HandoffMaxEntries, cfg.HandoffMaxBytes)}
+		handoff: newHandoff(cfg.HandoffMaxEntries, cfg.HandoffMaxBytes), owed: newPending(cfg.PendingInvalidations)}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -62,15 +65,17 @@ func New(cfg Config) (*Replicator, error) {
 	return r, nil
 }
 
-// Start runs the push workers and the hand-off loop until Close.
+// Start runs the push workers, the hand-off loop and the invalidation loop
+// until Close.
 func (r *Replicator) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	r.wg.Add(r.cfg.Workers + 1)
+	r.wg.Add(r.cfg.Workers + 2)
 	for range r.cfg.Workers {
 		go r.pushLoop(ctx)
 	}
-	go r.handoffLoop(ctx)
+	go r.every(ctx, r.handoff.wake, r.flushHandoff)    // entries owed to members
+	go r.every(ctx, r.owed.wake, r.flushInvalidations) // tombstones owed to members
 }
 
 // Close stops the loops (pushes still queued are dropped: replicas are an
@@ -120,24 +125,45 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 	}
 	m, ok := r.cfg.Members.Member(node)
 	if !ok || m.Addr == "" {
-		return nil, fmt.Errorf("%w: no address for %s", peer.ErrUnreachable, node)
+		r.obs.ForwardOutcome(node, "not-sent")
+		return nil, fmt.Errorf("%w: %w: no address for %s", peer.ErrUnreachable, peer.ErrNotSent, node)
 	}
 	fr, err := r.cfg.Transport.Forward(ctx, m.Addr, forwardRequestOf(req))
-	var remote *peer.RemoteError
-	switch {
-	case errors.As(err, &remote):
-		r.obs.ForwardOutcome(node, "remote-error")
-		return nil, err
-	case err != nil:
-		r.obs.ForwardOutcome(node, "unreachable")
+	if err != nil {
+		r.obs.ForwardOutcome(node, forwardFailure(err))
 		return nil, err
 	}
 	r.obs.ForwardOutcome(node, "ok")
 	resp := responseOf(fr)
 	if r.near != nil {
-		r.near.put(req.Method, key, req.Header, resp)
+		r.nearAfter(req.Method, key, req.Header, resp)
 	}
 	return resp, nil
+}
+
+// forwardFailure names a failed forward's outcome for the Observer.
+func forwardFailure(err error) string {
+	var remote *peer.RemoteError
+	switch {
+	case errors.As(err, &remote):
+		return "remote-error"
+	case errors.Is(err, peer.ErrNotSent):
+		return "not-sent"
+	}
+	return "unreachable"
+}
+
+// nearAfter updates the near cache with an owner's answer: a cacheable
+// answer is kept; a write the owner may have applied drops the URL here at
+// once, so this node's next read does not wait for the owner's
+// invalidation to arrive.
+func (r *Replicator) nearAfter(method, key string, h http.Header, resp *proxy.Response) {
+	if method != http.MethodGet && method != http.MethodHead && resp.Status < 400 {
+		now := r.cfg.Now()
+		r.near.invalidate(key, now, now.Add(r.cfg.NearCacheTTL))
+		return
+	}
+	r.near.put(method, key, h, resp)
 }
 
 // OnStore is the engine's proxy.Config.OnStore: it queues a new or renewed
@@ -147,6 +173,9 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 // hand-off: the owner must get it once it can be reached, or it would
 // serve its older copy after this newer one.
 func (r *Replicator) OnStore(rkey, key string, e *store.Entry) {
+	if r.shadowed(key, e.StoredAt.UnixNano()) {
+		return // a write removed it meanwhile: no copy anywhere
+	}
 	if !r.Owns(rkey) {
 		r.keepForHandoff(ToWire(rkey, key, e))
 	}
@@ -196,6 +225,8 @@ func (r *Replicator) pushLoop(ctx context.Context) {
 func (r *Replicator) MemberUp(name string) {
 	r.handoff.forget(name)
 	r.handoff.poke()
+	r.owed.forget(name)
+	r.owed.poke()
 }
 
 // Pending is the number of entries held for hand-off.

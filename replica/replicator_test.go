@@ -44,6 +44,7 @@ type fakeTransport struct {
 	forwards int
 	pushed   map[string][]*peer.Entry
 	held     map[string]*peer.Entry // lookup answers by address
+	tombs    map[string][]peer.Tombstone
 }
 
 func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardRequest) (*peer.ForwardResponse, error) {
@@ -62,6 +63,22 @@ func (f *fakeTransport) Replicate(_ context.Context, addr string, e *peer.Entry)
 	}
 	f.pushed[addr] = append(f.pushed[addr], e)
 	return nil
+}
+
+func (f *fakeTransport) Invalidate(_ context.Context, addr string, m *peer.Invalidate) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down[addr] {
+		return fmt.Errorf("%w: %s down", peer.ErrUnreachable, addr)
+	}
+	f.tombs[addr] = append(f.tombs[addr], m.Tombstones...)
+	return nil
+}
+
+func (f *fakeTransport) invalidations(addr string) []peer.Tombstone {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]peer.Tombstone(nil), f.tombs[addr]...)
 }
 
 func (f *fakeTransport) Lookup(_ context.Context, addr string, _ *peer.LookupRequest) (*peer.Entry, bool, error) {
@@ -100,7 +117,8 @@ func newTestReplicator(t *testing.T, self string, rg fixedRing, tr *fakeTranspor
 }
 
 func newFakeTransport() *fakeTransport {
-	return &fakeTransport{down: map[string]bool{}, pushed: map[string][]*peer.Entry{}, held: map[string]*peer.Entry{}}
+	return &fakeTransport{down: map[string]bool{}, pushed: map[string][]*peer.Entry{}, held: map[string]*peer.Entry{},
+		tombs: map[string][]peer.Tombstone{}}
 }
 
 func TestForwardFillsTheNearCache(t *testing.T) {

@@ -54,6 +54,9 @@ func (o *countingObserver) NearCacheLookup(r string) { o.ReplicationEvent("near"
 func (o *countingObserver) ForwardOutcome(owner, outcome string) {
 	o.ReplicationEvent("forward", outcome, 1)
 }
+func (o *countingObserver) Invalidation(dir, outcome string, n int) {
+	o.ReplicationEvent("invalidate-"+dir, outcome, n)
+}
 func (o *countingObserver) get(k string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

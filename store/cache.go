@@ -21,22 +21,50 @@ type Config struct {
 	// Default 256 MiB. Must be > 0.
 	MaxBytes int64
 
+	// TombstoneTTL is the least time a tombstone laid by [Cache.Invalidate]
+	// is kept, whatever end its caller asks for: longer than anything that
+	// could still deliver a copy of a removed entry (a replication push or
+	// hand-off retry, a recovery lookup, a forward in flight, a near-cache
+	// entry). Default 5m. Must be >= 0.
+	TombstoneTTL time.Duration
+
+	// MaxTombstones bounds the tombstones held. When full, the one that would
+	// expire soonest is dropped (Stats.TombstonesEvicted). Default 100 000:
+	// about 20 MiB with 200-byte keys. Must be >= 0.
+	MaxTombstones int
+
 	// Now is the clock the cache measures entry deadlines against, and the
 	// clock its expiry runs on. Default nil: time.Now. Tests inject a fake.
 	Now func() time.Time
 }
 
-// DefaultConfig returns the reference configuration: 256 MiB, wall clock.
+// DefaultConfig returns the reference configuration: 256 MiB, tombstones
+// kept at least 5 minutes and at most 100 000 of them, wall clock.
 func DefaultConfig() Config {
-	return Config{MaxBytes: 256 << 20}
+	return Config{MaxBytes: 256 << 20, TombstoneTTL: 5 * time.Minute, MaxTombstones: 100_000}
 }
 
 // Validate reports a config New would reject, wrapping [ErrConfig].
 func (c Config) Validate() error {
-	if c.MaxBytes <= 0 {
+	switch {
+	case c.MaxBytes <= 0:
 		return fmt.Errorf("%w: MaxBytes must be > 0, got %d", ErrConfig, c.MaxBytes)
+	case c.TombstoneTTL < 0 || c.MaxTombstones < 0:
+		return fmt.Errorf("%w: TombstoneTTL %v and MaxTombstones %d must be >= 0", ErrConfig, c.TombstoneTTL, c.MaxTombstones)
 	}
 	return nil
+}
+
+// withDefaults fills the zero tombstone fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.TombstoneTTL == 0 {
+		c.TombstoneTTL = d.TombstoneTTL
+	}
+	if c.MaxTombstones == 0 {
+		c.MaxTombstones = d.MaxTombstones
+	}
+	return c
 }
 
 // Stats is a snapshot of a [Cache].
@@ -44,11 +72,17 @@ type Stats struct {
 	Entries   int    // entries held (approximate under concurrent writes)
 	Bytes     int64  // their total weight, see [Config.MaxBytes]
 	Evictions uint64 // entries evicted by size pressure since New; expiry and Delete do not count
+
+	Tombstones        int    // live tombstones held (see [Cache.Invalidate])
+	TombstonesEvicted uint64 // tombstones dropped before their end because MaxTombstones was reached
 }
 
 // Cache is a byte-weighted cache of [Entry] values, safe for concurrent
 // use. Entries are dropped once Dead (see [Entry.DeadAt]) and, under size
 // pressure, by otter's admission/eviction policy (W-TinyLFU).
+//
+// Writes remove entries with [Cache.Invalidate], which leaves a versioned
+// tombstone so that older copies arriving later are not stored or served.
 //
 // Call [Cache.Close] when done with it: it stops the goroutine that
 // expires entries.
@@ -57,6 +91,8 @@ type Cache struct {
 	now       func() time.Time
 	otter     *otter.Cache[string, *Entry]
 	evictions atomic.Uint64
+	tombs     *tombstones
+	tombTTL   time.Duration
 }
 
 // New returns an empty cache. It does no I/O.
@@ -64,7 +100,8 @@ func New(cfg Config) (*Cache, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Cache{maxWeight: uint64(cfg.MaxBytes), now: cfg.Now}
+	cfg = cfg.withDefaults()
+	c := &Cache{maxWeight: uint64(cfg.MaxBytes), now: cfg.Now, tombs: newTombstones(cfg.MaxTombstones), tombTTL: cfg.TombstoneTTL}
 	opts := &otter.Options[string, *Entry]{
 		MaximumWeight:    c.maxWeight,
 		Weigher:          weigh,
@@ -111,21 +148,33 @@ func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Entry]) {
 }
 
 // Get returns the entry stored under key. It may be in any Freshness but
-// Dead is rare: otter hides an entry once past its expiry. Callers must not
-// mutate the entry.
+// Dead is rare: otter hides an entry once past its expiry. An entry a
+// tombstone shadows (stored at or before a write that removed its key or a
+// key above it) is not returned. Callers must not mutate the entry.
 func (c *Cache) Get(key string) (*Entry, bool) {
-	return c.otter.GetIfPresent(key)
+	e, ok := c.otter.GetIfPresent(key)
+	if ok && c.tombs.shadows(key, e.StoredAt, c.now()) {
+		// Left in place, not deleted: a newer entry may replace it
+		// concurrently, and it dies at its own DeadAt anyway.
+		return nil, false
+	}
+	return e, ok
 }
 
 // Set stores e under key, replacing any previous entry. An entry that is
 // already Dead, or heavier on its own than MaxBytes (or than 4 GiB, otter's
 // per-entry limit), is not stored: storing it would evict everything else
 // for nothing. The key's previous entry is removed in that case too, since
-// e is the newer answer and the old one must not outlive it.
+// e is the newer answer and the old one must not outlive it. An entry a
+// tombstone shadows is not stored either, and the key is left as it is:
+// what it holds is newer than the write, or shadowed too.
 // The cache keeps e: callers must not mutate it afterwards.
 func (c *Cache) Set(key string, e *Entry) {
 	if !c.storable(key, e) {
 		c.otter.Invalidate(key)
+		return
+	}
+	if c.tombs.shadows(key, e.StoredAt, c.now()) {
 		return
 	}
 	c.otter.Set(key, e)
@@ -144,6 +193,43 @@ func (c *Cache) Delete(key string) {
 	c.otter.Invalidate(key)
 }
 
+// Invalidate is a write's removal of key (RFC 9111 §4.4): it removes the
+// entry stored under key at or before at, and lays a tombstone so that until
+// it ends, Get hides and Set refuses every entry under key, or under a key
+// below it (key + "\x00" + …, a Vary variant), stored at or before at. An
+// entry stored after at (a fetch after the write) is kept and stored as
+// usual, so a late or repeated invalidation never removes a newer answer.
+//
+// The tombstone lasts until the latest of until, at + Config.TombstoneTTL
+// and the removed entry's own end, so no copy of that entry can outlive it;
+// Invalidate returns that end. Laid again, a tombstone keeps the later
+// write time and the later end.
+func (c *Cache) Invalidate(key string, at, until time.Time) time.Time {
+	until = later(until, at.Add(c.tombTTL))
+	old, ok := c.otter.GetIfPresent(key)
+	if ok {
+		until = later(until, old.DeadAt())
+	}
+	end := c.tombs.lay(key, at, until, c.now())
+	if ok && !old.StoredAt.After(at) {
+		c.otter.Invalidate(key)
+	}
+	return end
+}
+
+// Tombstone returns the write time of the newest live tombstone on key or
+// a key above it: an answer whose fetch began before it may predate the
+// write.
+func (c *Cache) Tombstone(key string) (time.Time, bool) {
+	return c.tombs.covering(key, c.now())
+}
+
+// Shadowed reports whether an entry stored at stored under key predates a
+// live tombstone, so that it must be neither served nor stored.
+func (c *Cache) Shadowed(key string, stored time.Time) bool {
+	return c.tombs.shadows(key, stored, c.now())
+}
+
 // All yields every entry that is not Dead, with its key, in no particular
 // order (a weakly consistent view under concurrent writes). Callers must
 // not mutate the entries.
@@ -151,7 +237,7 @@ func (c *Cache) All() iter.Seq2[string, *Entry] {
 	return func(yield func(string, *Entry) bool) {
 		now := c.now()
 		for k, e := range c.otter.All() {
-			if e.Freshness(now) != Dead && !yield(k, e) {
+			if e.Freshness(now) != Dead && !c.tombs.shadows(k, e.StoredAt, now) && !yield(k, e) {
 				return
 			}
 		}
@@ -159,12 +245,16 @@ func (c *Cache) All() iter.Seq2[string, *Entry] {
 }
 
 // Stats returns the current counts. It briefly takes otter's eviction lock
-// to read the weight, so it suits a metrics scrape, not a hot path.
+// to read the weight, and drops expired tombstones (the scrape is what ends
+// them when no write comes), so it suits a metrics scrape, not a hot path.
 func (c *Cache) Stats() Stats {
+	c.tombs.sweep(c.now())
 	return Stats{
-		Entries:   c.otter.EstimatedSize(),
-		Bytes:     int64(c.otter.WeightedSize()),
-		Evictions: c.evictions.Load(),
+		Entries:           c.otter.EstimatedSize(),
+		Bytes:             int64(c.otter.WeightedSize()),
+		Evictions:         c.evictions.Load(),
+		Tombstones:        int(c.tombs.n.Load()),
+		TombstonesEvicted: c.tombs.evicted.Load(),
 	}
 }
 

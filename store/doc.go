@@ -10,6 +10,12 @@
 //     weighs [Entry.Size] plus its key's length; past [Config.MaxBytes] the
 //     least valuable entries are evicted, and an entry is dropped on its own
 //     once it is Dead (past all of its windows).
+//   - Tombstones: [Cache.Invalidate] is a write's removal of a URL. It
+//     leaves a tombstone versioned by the write's time, bounded in number
+//     and expiring, so that until it ends no copy stored before the write
+//     (a late replication push, a hand-off, a recovered copy) is stored or
+//     served again, while a fetch after the write is kept as usual. Keys are
+//     NUL-separated paths: a tombstone covers its key and every key below it.
 //   - [Group], the in-flight map: concurrent fetches of one key collapse into
 //     one run of the fetch function, whether the first caller is a client's
 //     miss ([Group.Do]) or a background refresh ([Group.Start]).

@@ -39,10 +39,19 @@ type call struct {
 	header     http.Header
 
 	network, rateLimit *backoff.ExponentialBackOff // created on first use
+
+	attempts  int           // attempts that passed admission (sent)
+	firstSent time.Time     // when the first of them left; zero before
+	queued    time.Duration // later attempts' admission waits
+	lastSent  time.Time     // when the last attempt left
+	lastWait  time.Duration // its admission wait
 }
 
 // run loops attempts until an answer, an error or a stop condition.
 func (k *call) run() (*Response, error) {
+	if k.retry.MaxAttempts <= 0 {
+		return nil, fmt.Errorf("upstream: %s %s: %w", k.req.Route, k.host, ErrNoAttempts)
+	}
 	var last *Response
 	for n := 1; ; n++ {
 		res, err := k.attempt()
@@ -56,6 +65,8 @@ func (k *call) run() (*Response, error) {
 		switch {
 		case reason == "":
 			return k.finish(res, err, n)
+		case err != nil && k.budgetCtx.Err() != nil && k.queueSpentBudget():
+			return nil, &LimitedError{Host: k.host, Cap: "queue", Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
 		case err != nil && k.budgetCtx.Err() != nil:
 			// The attempt ran into the budget deadline itself.
 			return k.finish(last, fmt.Errorf("%w: attempt %d: %v", ErrBudget, n, err), n)
@@ -109,10 +120,12 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 
 // attempt sends the request once under the caps.
 func (k *call) attempt() (*Response, error) {
-	if err := k.c.admit(k.budgetCtx, k.hl); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrLimited, k.host, err)
+	queued := time.Now()
+	if err := k.c.admit(k.budgetCtx, k.host, k.hl); err != nil {
+		return nil, err
 	}
 	defer k.c.release(k.hl)
+	k.sent(time.Since(queued))
 	k.c.obs.InFlight(k.host, 1)
 	defer k.c.obs.InFlight(k.host, -1)
 

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
-	"golang.org/x/time/rate"
 )
 
 // Sentinel errors of a logical call; Do wraps them with %w.
@@ -25,7 +24,9 @@ var (
 	ErrUnavailable = errors.New("upstream: unavailable")
 	// ErrTooLarge: a response body exceeded Request.MaxBody; not retried.
 	ErrTooLarge = errors.New("upstream: response body too large")
-	// ErrLimited: waiting for a slot or a token did not fit in the budget (→ 503).
+	// ErrLimited: waiting for a slot or a token did not fit in the budget
+	// (→ 503 with Retry-After, see LimitedRetryAfter); the error is a
+	// *LimitedError.
 	ErrLimited = errors.New("upstream: concurrency limit")
 	// ErrBadRequest: the Request itself is unusable; nothing was sent.
 	ErrBadRequest = errors.New("upstream: bad request")
@@ -52,6 +53,9 @@ type Request struct {
 	Limits Limits
 	// MaxBody caps the response body in bytes; 0 means 10 MiB.
 	MaxBody int64
+	// Trace, when set, is filled in by Do with what the call did (see
+	// Trace). Default nil: not traced.
+	Trace *Trace
 }
 
 // Response is the upstream's answer to the last attempt.
@@ -81,6 +85,10 @@ type Observer interface {
 	RetryWait(route, host, reason string, wait time.Duration)
 	// InFlight reports +1/-1 around each attempt.
 	InFlight(host string, delta int)
+	// Refused reports a logical call Levee ended itself, once per call;
+	// reason is one of the Refused* constants. Such calls say nothing about
+	// the upstream's health, so a breaker does not count them.
+	Refused(route, host, reason string)
 }
 
 type nopObserver struct{}
@@ -88,6 +96,7 @@ type nopObserver struct{}
 func (nopObserver) Attempt(string, string, int, error, time.Duration) {}
 func (nopObserver) RetryWait(string, string, string, time.Duration)   {}
 func (nopObserver) InFlight(string, int)                              {}
+func (nopObserver) Refused(string, string, string)                    {}
 
 // Client performs logical calls. It is safe for concurrent use.
 type Client struct {
@@ -101,12 +110,6 @@ type Client struct {
 	hosts map[string]*hostLimiter // by scheme://host:port; grows with distinct hosts
 
 	closeOnce sync.Once
-}
-
-// hostLimiter holds one host's caps, fixed by the first request to it.
-type hostLimiter struct {
-	inflight *semaphore.Weighted
-	tokens   *rate.Limiter
 }
 
 // New builds a Client; it does no I/O.
@@ -142,13 +145,20 @@ func (c *Client) Close() {
 // attempt returns (resp, nil) too. A budget cut returns the last response
 // (or nil) and ErrBudget; network failures to the end return ErrUnavailable
 // wrapping the last network error; a cancelled ctx returns ctx.Err() wrapped.
+// A ctx from WithAttemptsLeft lowers the attempt bound; with none left, Do
+// sends nothing and returns ErrNoAttempts.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	k, err := c.newCall(ctx, req)
 	if err != nil {
+		if req != nil && req.Trace != nil {
+			*req.Trace = Trace{Refused: RefusedBadRequest}
+		}
 		return nil, err
 	}
 	defer k.cancel()
-	return k.run()
+	res, err := k.run()
+	k.trace(err)
+	return res, err
 }
 
 func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
@@ -157,6 +167,9 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 	}
 	now := time.Now()
 	r := req.Retry.withDefaults()
+	if n, ok := AttemptsLeft(ctx); ok {
+		r.MaxAttempts = min(r.MaxAttempts, max(n, 0))
+	}
 	budgetCtx, cancel := context.WithDeadline(ctx, now.Add(r.Budget))
 	k := &call{
 		c: c, req: req, retry: r, ctx: ctx, budgetCtx: budgetCtx, cancel: cancel,
@@ -218,47 +231,6 @@ func hostKey(u *url.URL) string {
 		port = map[string]string{"http": "80", "https": "443"}[scheme]
 	}
 	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
-
-// limiter returns the host's caps, creating them from l on first use.
-func (c *Client) limiter(key string, l Limits) *hostLimiter {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.hosts[key]; ok {
-		return h
-	}
-	h := &hostLimiter{
-		inflight: semaphore.NewWeighted(int64(l.Inflight)),
-		tokens:   rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
-	}
-	c.hosts[key] = h
-	return h
-}
-
-// admit takes, in order, a host slot, a host token and a global slot. The
-// token is taken after the host slot so the bucket spaces actual sends; the
-// global slot comes last so a call waiting on one host's bucket never holds
-// a slot other hosts need. ctx carries the budget deadline.
-// On success the caller must call release.
-func (c *Client) admit(ctx context.Context, h *hostLimiter) error {
-	if err := h.inflight.Acquire(ctx, 1); err != nil {
-		return fmt.Errorf("host slot: %w", err)
-	}
-	if err := h.tokens.Wait(ctx); err != nil {
-		h.inflight.Release(1)
-		return fmt.Errorf("host token: %w", err)
-	}
-	if err := c.global.Acquire(ctx, 1); err != nil {
-		h.inflight.Release(1)
-		return fmt.Errorf("global slot: %w", err)
-	}
-	return nil
-}
-
-// release returns the slots admit took.
-func (c *Client) release(h *hostLimiter) {
-	c.global.Release(1)
-	h.inflight.Release(1)
 }
 
 // replayable reports whether repeating the request cannot duplicate its

@@ -17,8 +17,17 @@
 // the slower, jittered RateLimit policy. A non-idempotent method is retried
 // only when the request carries an Idempotency-Key header.
 //
+// A wait for a slot or a token that does not fit in the budget ends the
+// call with a *LimitedError (ErrLimited) that says when to ask again.
+//
 // The package knows nothing of caching or circuit breaking: the caller puts
 // validators (If-None-Match, …) in Request.Header and wraps Do in a breaker,
-// which then counts logical calls, after retries. Metrics flow out through
-// the Observer hooks; one structured log line is written per retry.
+// which then counts logical calls, after retries. Request.Trace tells that
+// breaker what the upstream did rather than what Levee did: the time from
+// when the first attempt left (waits in Levee's own queues excluded), and
+// whether Levee ended the call itself (its caps refused it, its caller gave
+// up, the body was too large). WithAttemptsLeft carries what is left of a
+// client request's attempts into a second call for it, so one request never
+// costs more than max_attempts. Metrics flow out through the Observer hooks;
+// one structured log line is written per retry.
 package upstream

@@ -163,6 +163,7 @@ type recObserver struct {
 	reasons  []string
 	inflight map[string]int
 	peak     int
+	refused  []string
 }
 
 func (o *recObserver) Attempt(_, _ string, status int, _ error, _ time.Duration) {
@@ -185,6 +186,12 @@ func (o *recObserver) InFlight(host string, delta int) {
 	}
 	o.inflight[host] += delta
 	o.peak = max(o.peak, o.inflight[host])
+}
+
+func (o *recObserver) Refused(_, _, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.refused = append(o.refused, reason)
 }
 
 func slogJSON(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }

@@ -1,0 +1,88 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/store"
+	"github.com/levee/levee/upstream"
+)
+
+// The logical upstream call under the breaker, judged on the upstream's
+// account (issue 10, rule 6: the breaker counts the upstream, not Levee),
+// and a read that a write overtook (rule 8).
+
+// callTraced runs the logical call under the breaker: one ticket, one
+// report, with what the call did at the upstream (upstream.Trace).
+func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, error) {
+	done, err := e.cfg.Breaker.Allow(ctx, rt.Name, rt.Breaker)
+	if err != nil {
+		return nil, upstream.Trace{}, err
+	}
+	resp, tr, err := e.fencedDo(ctx, rt, r, old)
+	failed, out, traced := verdict(resp, err, tr)
+	rctx := context.WithoutCancel(ctx)
+	if traced {
+		rctx = breaker.WithOutcome(rctx, out)
+	}
+	if derr := done(rctx, failed); derr != nil {
+		e.cfg.Logger.Warn("breaker report failed", "route", rt.Name, "err", derr)
+	}
+	return resp, tr, err
+}
+
+// verdict judges a logical call for the breaker. failed is what the call
+// ended with (an error, or a failure status after every retry); the
+// Outcome adds how long the upstream itself took, and marks a call Levee
+// ended itself or never sent (its caps refused it, its caller gave up, the
+// body was too large, no attempt was left) as no evidence either way:
+// under a burst the caps make requests wait or fail fast, and the breaker
+// stays closed while the upstream is healthy. traced is false for a Caller
+// that fills no trace; the breaker then times the call itself.
+func verdict(resp *upstream.Response, err error, tr upstream.Trace) (failed bool, o breaker.Outcome, traced bool) {
+	failed = err != nil || failureStatus(resp.Status)
+	if tr.Sent == 0 && tr.Refused == "" {
+		return failed, o, false
+	}
+	return failed, breaker.Outcome{Took: tr.UpstreamTime, Ignore: tr.Refused != "" || tr.Sent == 0}, true
+}
+
+// fencedDo makes the call and, for a read, makes it once more when a write
+// to its URL completed while it was in flight: the first answer may
+// predate the write, and storing it would bring back what the write
+// removed. Varnish closes the same race by testing a busy object against
+// the bans added since its fetch began; here the read is sent again with
+// what is left of its attempts, so the answer stored (and given) follows
+// the write. With none left, the call fails rather than store the old
+// answer.
+func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, error) {
+	began := e.cfg.Now()
+	resp, tr, err := e.do(ctx, rt, r, old)
+	if err != nil || !cacheable(r.Method) || !e.overtaken(rt, r, began) {
+		return resp, tr, err
+	}
+	if tr.Left <= 0 {
+		return nil, tr, fmt.Errorf("%w: a write to this URL completed while it was read, and no attempt is left to read it again",
+			upstream.ErrNoAttempts)
+	}
+	resp, again, err := e.do(upstream.WithAttemptsLeft(ctx, tr.Left), rt, r, old)
+	return resp, tr.Then(again), err
+}
+
+// do sends one logical call, traced.
+func (e *Engine) do(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, error) {
+	var tr upstream.Trace
+	req := e.upstreamRequest(rt, r, old)
+	req.Trace = &tr
+	resp, err := e.cfg.Upstream.Do(ctx, req)
+	return resp, tr, err
+}
+
+// overtaken reports whether a write to r's URL completed at or after began,
+// while r was being read.
+func (e *Engine) overtaken(rt *Route, r *Request, began time.Time) bool {
+	at, ok := e.cfg.Cache.Tombstone(primaryKey(rt, r))
+	return ok && !at.Before(began)
+}

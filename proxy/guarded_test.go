@@ -1,0 +1,169 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/upstream"
+)
+
+// TestBreakerCountsTheUpstreamNotLevee: four logical calls per case go
+// through the engine; only the upstream's own failures may open the
+// breaker (issue 10, rule 6). Before, Levee's caps, a client leaving, an
+// over-large body and a long wait for a slot each counted as failures.
+func TestBreakerCountsTheUpstreamNotLevee(t *testing.T) {
+	tests := []struct {
+		name     string
+		edit     func(*Route)
+		handler  func(*http.Request) (*http.Response, error)
+		method   string
+		ctx      func() (context.Context, context.CancelFunc)
+		wantOpen bool
+	}{
+		{"refused by the token bucket", func(rt *Route) {
+			rt.Limits, rt.Retry.Budget = upstream.Limits{Rate: 0.001, Burst: 1}, time.Second
+		}, reply(200, "ok"), http.MethodGet, nil, false},
+		{"answer too large to keep", nil, hugeBody, http.MethodGet, nil, false},
+		{"caller gave up", nil, func(r *http.Request) (*http.Response, error) {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}, http.MethodPost, func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}, false},
+		{"quick answer after a long wait for a slot", func(rt *Route) {
+			rt.Limits = upstream.Limits{Inflight: 1}
+		}, func(r *http.Request) (*http.Response, error) {
+			time.Sleep(5 * time.Second) // each call is quick, but the last waits 15s for the slot
+			return reply(200, "ok")(r)
+		}, http.MethodGet, nil, false},
+		{"upstream failing", func(rt *Route) { rt.Retry.MaxAttempts = 1 }, reply(503, "down"), http.MethodGet, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.Breaker.SlowCall = 6 * time.Second
+				if tt.edit != nil {
+					tt.edit(rt)
+				}
+				rg := newRig(t, rt)
+				rg.up.set(tt.handler)
+				const calls = 4 // one more than the breaker's Failures
+				done := make(chan struct{}, calls)
+				for i := range calls {
+					go func() {
+						defer func() { done <- struct{}{} }()
+						ctx, cancel := context.Background(), context.CancelFunc(func() {})
+						if tt.ctx != nil {
+							ctx, cancel = tt.ctx()
+						}
+						defer cancel()
+						r := get("k/" + string(rune('a'+i)))
+						r.Method = tt.method
+						rg.engine.Serve(ctx, r)
+					}()
+				}
+				for range calls {
+					<-done
+				}
+				if open := rg.table.View("comments").State != breaker.Closed; open != tt.wantOpen {
+					t.Fatalf("breaker %+v, want open = %v", rg.table.View("comments"), tt.wantOpen)
+				}
+			})
+		})
+	}
+}
+
+// hugeBody answers a body announced larger than any MaxBody.
+func hugeBody(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: 1 << 40,
+		Body: io.NopCloser(strings.NewReader("x")), Request: r}, nil
+}
+
+func TestVerdict(t *testing.T) {
+	ok := &upstream.Response{Status: 200}
+	tests := []struct {
+		name       string
+		resp       *upstream.Response
+		err        error
+		tr         upstream.Trace
+		wantFailed bool
+		want       breaker.Outcome
+		wantTraced bool
+	}{
+		{"success", ok, nil, upstream.Trace{Sent: 1, UpstreamTime: time.Second}, false, breaker.Outcome{Took: time.Second}, true},
+		{"failure status", &upstream.Response{Status: 503}, nil, upstream.Trace{Sent: 4}, true, breaker.Outcome{}, true},
+		{"network errors to the end", nil, upstream.ErrUnavailable, upstream.Trace{Sent: 4, UpstreamTime: 2 * time.Second}, true, breaker.Outcome{Took: 2 * time.Second}, true},
+		{"refused before sending", nil, upstream.ErrLimited, upstream.Trace{Refused: upstream.RefusedLimited}, true, breaker.Outcome{Ignore: true}, true},
+		{"caller left mid-call", nil, context.Canceled, upstream.Trace{Sent: 1, Refused: upstream.RefusedCancelled, UpstreamTime: time.Second}, true, breaker.Outcome{Took: time.Second, Ignore: true}, true},
+		{"no trace from the Caller", ok, nil, upstream.Trace{}, false, breaker.Outcome{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			failed, out, traced := verdict(tt.resp, tt.err, tt.tr)
+			if failed != tt.wantFailed || out != tt.want || traced != tt.wantTraced {
+				t.Fatalf("verdict = %v, %+v, %v; want %v, %+v, %v", failed, out, traced, tt.wantFailed, tt.want, tt.wantTraced)
+			}
+		})
+	}
+}
+
+// TestReadOvertakenByAWriteIsReadAgain: a read in flight while a write to
+// its URL completes may carry the old answer; it is read again (with what
+// is left of its attempts) so the old answer is neither stored nor served,
+// or fails when no attempt is left (issue 10, rule 8).
+func TestReadOvertakenByAWriteIsReadAgain(t *testing.T) {
+	tests := []struct {
+		name        string
+		maxAttempts int
+		wantBody    string
+		wantCalls   int64
+		wantErr     error
+	}{
+		{"read again", 4, "after", 2, nil},
+		{"no attempt left", 1, "", 1, upstream.ErrNoAttempts},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.Retry.MaxAttempts = tt.maxAttempts
+				rg := newRig(t, rt)
+				rg.up.set(reply(200, "before"))
+				gate := rg.up.hold()
+				type result struct {
+					resp *Response
+					err  error
+				}
+				got := make(chan result, 1)
+				go func() {
+					resp, err := rg.engine.Serve(context.Background(), get("stories/1"))
+					got <- result{resp, err}
+				}()
+				synctest.Wait() // the read is at the upstream
+				time.Sleep(time.Second)
+				rg.cache.Invalidate(primaryKey(rt, get("stories/1")), time.Now(), time.Now().Add(time.Minute))
+				rg.up.set(reply(200, "after"))
+				rg.up.gate = nil
+				close(gate)
+				r := <-got
+				if !errors.Is(r.err, tt.wantErr) || tt.wantErr == nil && string(r.resp.Body) != tt.wantBody {
+					t.Fatalf("Serve = %+v, %v; want %q, %v", r.resp, r.err, tt.wantBody, tt.wantErr)
+				}
+				if rg.calls() != tt.wantCalls {
+					t.Fatalf("%d upstream calls, want %d", rg.calls(), tt.wantCalls)
+				}
+				if _, ent := rg.engine.lookup(primaryKey(rt, get("stories/1")), http.Header{}); ent != nil && string(ent.Body) != "after" {
+					t.Fatalf("stored %q, the answer the write overtook", ent.Body)
+				}
+			})
+		})
+	}
+}

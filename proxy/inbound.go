@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// droppedByDefault are request headers that never reach the upstream
+// unless the route allows them. Each makes some upstream stack treat the
+// request as another method or another URL than the one Levee keyed,
+// cached and retried it as: a GET with X-HTTP-Method-Override: DELETE is a
+// DELETE to Rails, Laravel or Symfony behind it; X-Original-URL and
+// X-Rewrite-URL reroute a request for /public to /admin on IIS and
+// Symfony (the access-control bypasses behind many cache-poisoning
+// reports).
+var droppedByDefault = []string{
+	"X-Http-Method-Override", "X-Http-Method", "X-Method-Override",
+	"X-Original-Url", "X-Rewrite-Url",
+}
+
+// DroppedByDefault returns the request headers Levee drops unless a route
+// allows them (config checks allow lists against it).
+func DroppedByDefault() []string { return slices.Clone(droppedByDefault) }
+
+// prepare checks r against the request rules of its route and returns the
+// copy the engine keys, coalesces and forwards: the path passes CheckPath,
+// the query holds no control characters, a GET or HEAD carries no body,
+// the tenant is unambiguous (and present if the route requires one), and
+// the headers are those the upstream may see. A refusal wraps
+// ErrBadRequest. r itself is not modified.
+func prepare(rt *Route, r *Request) (*Request, error) {
+	if err := CheckPath(r.Path); err != nil {
+		return nil, err
+	}
+	if strings.ContainsFunc(r.RawQuery, func(c rune) bool { return c < 0x20 || c == 0x7f || c == '#' }) {
+		return nil, fmt.Errorf("%w: control character or \"#\" in query", ErrBadRequest)
+	}
+	if cacheable(r.Method) && len(r.Body) > 0 {
+		// RFC 9110 §9.3.1: a GET body has no defined meaning, and a cache
+		// keys GETs without it, so two different bodies would share an
+		// answer (and some upstreams read it, some do not: smuggling bait).
+		return nil, fmt.Errorf("%w: %s with a body", ErrBadRequest, r.Method)
+	}
+	if _, err := resolveTenant(rt, r.Header); err != nil {
+		return nil, err
+	}
+	c := *r
+	c.Header = inboundHeader(rt, r.Header)
+	return &c, nil
+}
+
+// inboundHeader returns a copy of h without the headers the upstream must
+// not see. Accept-Encoding goes too: Levee negotiates compression with the
+// upstream itself (its transport asks for gzip and hands back the decoded
+// body), so every entry holds an identity body any client can read, and a
+// client's Accept-Encoding neither splits the cache nor picks the encoding
+// everyone else is served.
+func inboundHeader(rt *Route, h http.Header) http.Header {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	out.Del("Accept-Encoding")
+	for _, n := range droppedByDefault {
+		if !slices.Contains(rt.AllowHeaders, n) {
+			out.Del(n)
+		}
+	}
+	for _, n := range rt.DenyHeaders {
+		out.Del(n)
+	}
+	return out
+}

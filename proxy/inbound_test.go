@@ -1,0 +1,157 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+)
+
+func TestUpstreamNeverSeesDroppedHeaders(t *testing.T) {
+	cases := []struct {
+		name  string
+		deny  []string
+		allow []string
+		sent  map[string]bool // header → must it reach the upstream
+	}{
+		{"defaults", nil, nil, map[string]bool{
+			"X-Http-Method-Override": false, "X-Http-Method": false, "X-Method-Override": false,
+			"X-Original-Url": false, "X-Rewrite-Url": false, "Accept-Encoding": false,
+			"X-Debug": true, "Accept": true,
+		}},
+		{"route deny list", []string{"x-debug"}, nil, map[string]bool{"X-Debug": false, "Accept": true}},
+		{"route allow list", nil, []string{"X-HTTP-Method-Override"}, map[string]bool{
+			"X-Http-Method-Override": true, "X-Original-Url": false,
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.DenyHeaders, rt.AllowHeaders = tc.deny, tc.allow
+				rg := newRig(t, rt)
+				rg.serve(t, get("s/1",
+					"X-HTTP-Method-Override", "DELETE", "X-HTTP-Method", "DELETE", "X-Method-Override", "DELETE",
+					"X-Original-URL", "/admin", "X-Rewrite-URL", "/admin", "Accept-Encoding", "br",
+					"X-Debug", "1", "Accept", "application/json"))
+				got := rg.up.last().Header
+				for h, want := range tc.sent {
+					if present := got.Get(h) != ""; present != want {
+						t.Errorf("upstream saw %s: %v, want %v", h, present, want)
+					}
+				}
+			})
+		})
+	}
+}
+
+func TestAllowedOverrideHeaderJoinsTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.AllowHeaders = []string{"X-HTTP-Method-Override"}
+		rg := newRig(t, rt)
+		rg.up.set(func(r *http.Request) (*http.Response, error) {
+			return reply(200, "as "+r.Header.Get("X-Http-Method-Override"))(r)
+		})
+		wantResult(t, rg.serve(t, get("s/1", "X-HTTP-Method-Override", "PATCH")), Miss, "as PATCH")
+		wantResult(t, rg.serve(t, get("s/1")), Miss, "as ")
+		wantResult(t, rg.serve(t, get("s/1", "X-HTTP-Method-Override", "PATCH")), Hit, "as PATCH")
+	})
+}
+
+func TestAcceptEncodingNeitherSplitsNorPicksTheEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		rg.up.set(reply(200, "plain", "Vary", "Accept-Encoding"))
+		wantResult(t, rg.serve(t, get("s/1", "Accept-Encoding", "br")), Miss, "plain")
+		wantResult(t, rg.serve(t, get("s/1", "Accept-Encoding", "gzip")), Hit, "plain")
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "plain")
+	})
+}
+
+func TestEncodedAnswerIsNeverStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		rg.up.set(reply(200, "\x1b\x00br", "Content-Encoding", "br"))
+		wantResult(t, rg.serve(t, get("s/1")), Bypass, "\x1b\x00br")
+		wantResult(t, rg.serve(t, get("s/1")), Bypass, "\x1b\x00br")
+	})
+}
+
+func TestRequestsTheRouteRefuses(t *testing.T) {
+	withBody := func(method string) *Request {
+		r := get("s/1")
+		r.Method, r.Body = method, []byte("x")
+		return r
+	}
+	cases := []struct {
+		name string
+		req  *Request
+		ok   bool
+	}{
+		{"GET with a body", withBody(http.MethodGet), false},
+		{"HEAD with a body", withBody(http.MethodHead), false},
+		{"POST with a body", withBody(http.MethodPost), true},
+		{"plain GET", get("s/1"), true},
+		{"double-encoded dot segment", get("%252e%252e/admin"), false},
+		{"control character in query", get("s/1?a=\x01"), false},
+		{"two tenants", get("s/1", "X-Tenant", "a", "X-Tenant", "b"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				_, kerr := rg.engine.RoutingKey(tc.req)
+				_, serr := rg.engine.Serve(context.Background(), tc.req)
+				for what, err := range map[string]error{"RoutingKey": kerr, "Serve": serr} {
+					if refused := errors.Is(err, ErrBadRequest); refused == tc.ok {
+						t.Errorf("%s: err %v, want refused=%v", what, err, !tc.ok)
+					}
+				}
+				if !tc.ok && rg.calls() != 0 {
+					t.Fatal("a refused request reached the upstream")
+				}
+			})
+		})
+	}
+}
+
+func TestSetForwarded(t *testing.T) {
+	forged := func() http.Header {
+		return http.Header{
+			"Forwarded": {"for=6.6.6.6"}, "X-Forwarded-For": {"6.6.6.6"}, "X-Forwarded-Host": {"evil"},
+			"X-Forwarded-Proto": {"https"}, "X-Real-Ip": {"6.6.6.6"}, "x-forwarded-port": {"1"}, "Accept": {"*/*"},
+		}
+	}
+	cases := []struct {
+		name, remote    string
+		https           bool
+		wantXFF, wantFw string
+	}{
+		{"ipv4", "192.0.2.7:4711", false, "192.0.2.7", "for=192.0.2.7;proto=http"},
+		{"ipv6", "[2001:db8::1]:443", true, "2001:db8::1", `for="[2001:db8::1]";proto=https`},
+		{"ipv4-mapped", "[::ffff:192.0.2.7]:1", false, "192.0.2.7", "for=192.0.2.7;proto=http"},
+		{"unparsable", "@unix", false, "", "for=unknown;proto=http"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := forged()
+			SetForwarded(h, tc.remote, tc.https)
+			if got := h.Values("X-Forwarded-For"); tc.wantXFF == "" && len(got) != 0 || tc.wantXFF != "" && (len(got) != 1 || got[0] != tc.wantXFF) {
+				t.Errorf("X-Forwarded-For = %q, want %q", got, tc.wantXFF)
+			}
+			if got := h.Values("Forwarded"); len(got) != 1 || got[0] != tc.wantFw {
+				t.Errorf("Forwarded = %q, want %q", got, tc.wantFw)
+			}
+			for _, k := range []string{"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "x-forwarded-port"} {
+				if _, ok := h[k]; ok {
+					t.Errorf("client's %s kept", k)
+				}
+			}
+			if h.Get("Accept") == "" {
+				t.Error("an end-to-end header was dropped")
+			}
+		})
+	}
+}

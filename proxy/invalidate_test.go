@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/store"
+)
+
+// TestWriteInvalidatesItsURL: an unsafe method the upstream may have
+// applied removes every cached answer of its URL and tenant (each variant)
+// and hands the removal to the cluster hook; a refused or failed write, or
+// another tenant's, leaves them (issue 10, rule 8; RFC 9111 §4.4).
+func TestWriteInvalidatesItsURL(t *testing.T) {
+	tests := []struct {
+		name    string
+		method  string
+		tenant  string
+		write   func(*http.Request) (*http.Response, error)
+		open    bool // the breaker is forced open: nothing is sent
+		wantHit bool // the cached answers survive
+	}{
+		{"created", http.MethodPost, "acme", reply(201, "made"), false, false},
+		{"deleted", http.MethodDelete, "acme", reply(204, ""), false, false},
+		{"answer lost on the way back", http.MethodPut, "acme", netError, false, false},
+		{"refused by the upstream", http.MethodPost, "acme", reply(404, "no"), false, true},
+		{"failed at the upstream", http.MethodPost, "acme", reply(503, "down"), false, true},
+		{"never sent: breaker open", http.MethodPost, "acme", reply(201, "made"), true, true},
+		{"another tenant's write", http.MethodPost, "other", reply(201, "made"), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rg := newRig(t, rt)
+				var hooked []string
+				rg.engine.cfg.OnInvalidate = func(rkey string, at, until time.Time) {
+					if until.Sub(at) < rt.Fresh+rt.Stale+rt.StaleIfError {
+						t.Errorf("tombstone for %v, shorter than the route keeps an answer", until.Sub(at))
+					}
+					hooked = append(hooked, rkey)
+				}
+				rg.up.set(reply(200, "v1", "Vary", "Accept-Language"))
+				for _, lang := range []string{"en", "fr"} {
+					rg.serve(t, get("stories/1", "X-Tenant", "acme", "Accept-Language", lang))
+				}
+				if tt.open {
+					rg.table.Apply(breaker.Command{V: breaker.CommandVersion, Op: breaker.OpForceOpen, Route: rt.Name,
+						Node: "admin", At: time.Now().UnixNano()})
+				}
+				time.Sleep(time.Second)
+				rg.up.set(tt.write)
+				w := get("stories/1", "X-Tenant", tt.tenant)
+				w.Method = tt.method
+				rg.engine.Serve(context.Background(), w)
+				rg.up.set(reply(200, "v2", "Vary", "Accept-Language"))
+				for _, lang := range []string{"en", "fr"} {
+					if hit := rg.serve(t, get("stories/1", "X-Tenant", "acme", "Accept-Language", lang)).Result == Hit; hit != tt.wantHit && !tt.open {
+						t.Fatalf("%s: hit = %v, want %v", lang, hit, tt.wantHit)
+					}
+				}
+				want := []string{routingKey(rt, get("stories/1", "X-Tenant", tt.tenant))}
+				if tt.wantHit && tt.tenant == "acme" {
+					want = nil
+				}
+				if !slices.Equal(hooked, want) {
+					t.Fatalf("OnInvalidate got %q, want %q", hooked, want)
+				}
+			})
+		})
+	}
+}
+
+// TestOlderCopyIsRefusedAfterAWrite: a copy stored before the write (a late
+// replication push, a hand-off, a recovered entry) is not stored again
+// through Put; an answer fetched after the write is.
+func TestOlderCopyIsRefusedAfterAWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rg := newRig(t, rt)
+		pkey := primaryKey(rt, get("stories/1"))
+		old := store.NewEntry(200, http.Header{}, []byte("old"), time.Now(), store.Windows{Fresh: time.Hour})
+		time.Sleep(time.Second)
+		del := get("stories/1")
+		del.Method = http.MethodDelete
+		rg.up.set(reply(204, ""))
+		rg.serve(t, del)
+		rg.engine.Put(pkey, old)
+		if _, ent := rg.engine.Lookup(pkey, http.Header{}); ent != nil {
+			t.Fatalf("an answer older than the write came back: %q", ent.Body)
+		}
+		time.Sleep(time.Second)
+		newer := store.NewEntry(200, http.Header{}, []byte("new"), time.Now(), store.Windows{Fresh: time.Hour})
+		rg.engine.Put(pkey, newer)
+		if _, ent := rg.engine.Lookup(pkey, http.Header{}); ent == nil || string(ent.Body) != "new" {
+			t.Fatalf("an answer newer than the write was refused: %v", ent)
+		}
+	})
+}
+
+// TestCachedKeysAreTheEnginesKeys: the keys an invalidation removes are the
+// primary keys the engine stores GET and HEAD answers under, for any URL
+// and tenant.
+func TestCachedKeysAreTheEnginesKeys(t *testing.T) {
+	rt := testRoute()
+	for _, r := range []*Request{
+		get("stories/1"),
+		get("stories/1?b=2&a=1", "X-Tenant", "acme"),
+		get("a%2Fb/c?q=%00x"),
+		get(""),
+	} {
+		var want []string
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			g := *r
+			g.Method = m
+			want = append(want, primaryKey(rt, &g))
+		}
+		if got := CachedKeys(routingKey(rt, r)); !slices.Equal(got, want) {
+			t.Errorf("CachedKeys(%q) = %q, want %q", routingKey(rt, r), got, want)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package replica
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
+)
+
+// Writes invalidate cluster-wide (issue 10, rule 8). The node that served a
+// write removed the URL from its own cache (proxy, store.Cache.Invalidate)
+// and calls OnInvalidate: the URL leaves this node's near cache and
+// hand-off set, and a tombstone goes to every other member, which removes
+// the URL from its cache, near cache and hand-off set and refuses older
+// copies until the tombstone ends. A member that misses it (down,
+// partitioned) gets it when it comes back, from every node that holds it:
+// the tombstones are handed off like entries, as Cassandra hints deletes
+// and keeps their tombstones for gc_grace_seconds, so that a replica that
+// was away cannot resurrect what was deleted meanwhile.
+
+// Tombstones is the local cache's record of writes, as replication reads
+// and lays it. *store.Cache implements it.
+type Tombstones interface {
+	// Invalidate removes key's answers stored at or before at and refuses
+	// older copies until the returned end (at least until).
+	Invalidate(key string, at, until time.Time) time.Time
+	// Shadowed reports whether an answer stored at stored under key
+	// predates a live tombstone: it must be neither stored nor served.
+	Shadowed(key string, stored time.Time) bool
+}
+
+// OnInvalidate is the engine's proxy.Config.OnInvalidate: a write on this
+// node removed rkey's answers from its cache at at. The URL leaves the
+// near cache and the hand-off set here, and its tombstone is owed to every
+// other member until until. It never blocks.
+func (r *Replicator) OnInvalidate(rkey string, at, until time.Time) {
+	t := peer.Tombstone{RoutingKey: rkey, At: at.UnixNano(), Until: until.UnixNano()}
+	r.dropLocal(t)
+	if n := r.owed.add(t, nil); n > 0 {
+		r.obs.Invalidation("sent", "dropped", n)
+	}
+	r.owed.poke()
+}
+
+// ServeInvalidate applies the tombstones another node sent (peer.Invalidate)
+// and replies with an empty body. peer.Decode checks every tombstone before
+// any is applied: a corrupt or forged message is refused whole (api answers
+// 400) and changes nothing.
+func (r *Replicator) ServeInvalidate(_ context.Context, body []byte) ([]byte, error) {
+	var m peer.Invalidate
+	err := peer.Decode(body, &m)
+	if err == nil {
+		err = r.checkClock(m.Tombstones)
+	}
+	if err != nil {
+		r.obs.Invalidation("received", "refused", 1)
+		return nil, fmt.Errorf("replica: invalidate: %w", err)
+	}
+	// The sender reaches the members it can see; this node keeps the
+	// tombstones too, owed only to members that come back (MemberUp), so
+	// they outlive the sender.
+	seen := r.liveOthers()
+	for _, t := range m.Tombstones {
+		r.apply(t)
+		if n := r.owed.add(t, seen); n > 0 {
+			r.obs.Invalidation("sent", "dropped", n)
+		}
+	}
+	r.obs.Invalidation("received", "ok", len(m.Tombstones))
+	return nil, nil
+}
+
+// maxClockSkew bounds how far ahead of this node's clock a write's time may
+// be. A tombstone from the future would keep its URL from being cached at
+// all until then: such a message (a forged one, or a node whose clock ran
+// away) is refused whole.
+const maxClockSkew = time.Minute
+
+func (r *Replicator) checkClock(ts []peer.Tombstone) error {
+	limit := r.cfg.Now().Add(maxClockSkew).UnixNano()
+	for i, t := range ts {
+		if t.At > limit {
+			return fmt.Errorf("%w: tombstone %d written %v ahead of this node's clock", peer.ErrBadMessage, i,
+				time.Duration(t.At-limit)+maxClockSkew)
+		}
+	}
+	return nil
+}
+
+// apply removes t's URL from this node: cache, near cache, hand-off set.
+func (r *Replicator) apply(t peer.Tombstone) {
+	at, until := time.Unix(0, t.At), time.Unix(0, t.Until)
+	if r.cfg.Tombstones != nil {
+		for _, k := range proxy.CachedKeys(t.RoutingKey) {
+			r.cfg.Tombstones.Invalidate(k, at, until)
+		}
+	}
+	r.dropLocal(t)
+}
+
+// dropLocal removes t's URL from the near cache and the hand-off set.
+func (r *Replicator) dropLocal(t peer.Tombstone) {
+	if r.near != nil {
+		r.near.invalidate(t.RoutingKey, time.Unix(0, t.At), time.Unix(0, t.Until))
+	}
+	r.handoff.drop(t.RoutingKey, t.At)
+}
+
+// shadowed reports whether an entry stored at stored (unix ns) under key
+// predates a write this node knows of.
+func (r *Replicator) shadowed(key string, stored int64) bool {
+	return r.cfg.Tombstones != nil && r.cfg.Tombstones.Shadowed(key, time.Unix(0, stored))
+}
+
+// liveOthers names the members gossip sees alive, this node excluded.
+func (r *Replicator) liveOthers() []string {
+	var out []string
+	for _, m := range r.cfg.Members.Live() {
+		if m.Name != r.cfg.Self && m.Addr != "" {
+			out = append(out, m.Name)
+		}
+	}
+	return out
+}
+
+// flushInvalidations sends every live member what it is owed, members in
+// parallel (a write waits on none of them, but a slow member must not
+// hold the rest up), each in batches of peer.MaxTombstones.
+func (r *Replicator) flushInvalidations(ctx context.Context) {
+	owed, expired := r.owed.due(r.cfg.Now().UnixNano(), r.liveOthers())
+	if expired > 0 {
+		r.obs.Invalidation("sent", "expired", expired)
+	}
+	var wg sync.WaitGroup
+	for member, ts := range owed {
+		m, ok := r.cfg.Members.Member(member)
+		if !ok || m.Addr == "" {
+			continue
+		}
+		wg.Go(func() { r.sendInvalidations(ctx, m, ts) })
+	}
+	wg.Wait()
+}
+
+// sendInvalidations sends ts to m, stopping at its first failure: the rest
+// stay owed for the next round.
+func (r *Replicator) sendInvalidations(ctx context.Context, m Member, ts []peer.Tombstone) {
+	for len(ts) > 0 {
+		batch := ts[:min(len(ts), peer.MaxTombstones)]
+		ts = ts[len(batch):]
+		pctx, cancel := context.WithTimeout(ctx, r.cfg.PushTimeout)
+		err := r.cfg.Transport.Invalidate(pctx, m.Addr, &peer.Invalidate{Tombstones: batch})
+		cancel()
+		if err != nil {
+			r.obs.Invalidation("sent", "error", len(batch))
+			r.log.Debug("invalidation failed", "to", m.Name, "err", err)
+			return
+		}
+		r.owed.delivered(m.Name, batch)
+		r.obs.Invalidation("sent", "ok", len(batch))
+	}
+}
+
+// pending is the bounded set of tombstones this node holds for others:
+// per routing key the newest write, and which members took it. Entries stay
+// until their tombstone ends (or the bound pushes the oldest out): a member
+// that comes back may have restarted from a cache file and needs them
+// again.
+type pending struct {
+	mu    sync.Mutex
+	items map[string]*list.Element // by routing key; values *pendingItem
+	order *list.List               // oldest first
+	max   int
+	wake  chan struct{}
+}
+
+type pendingItem struct {
+	tomb      peer.Tombstone
+	delivered map[string]bool
+}
+
+func newPending(max int) *pending {
+	return &pending{items: map[string]*list.Element{}, order: list.New(), max: max, wake: make(chan struct{}, 1)}
+}
+
+// add keeps t, owed to every member but those in took, merging it with the
+// tombstone held for its routing key (a newer write is owed to everyone
+// again). It returns how many tombstones the bound pushed out.
+func (p *pending) add(t peer.Tombstone, took []string) (dropped int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	it := &pendingItem{tomb: t, delivered: map[string]bool{}}
+	if el, ok := p.items[t.RoutingKey]; ok {
+		old := p.order.Remove(el).(*pendingItem)
+		if old.tomb.At >= t.At {
+			it = old // no newer write: what was delivered stays delivered
+			it.tomb.Until = max(it.tomb.Until, t.Until)
+		}
+	}
+	for _, m := range took {
+		it.delivered[m] = true
+	}
+	p.items[t.RoutingKey] = p.order.PushBack(it)
+	for p.order.Len() > p.max {
+		delete(p.items, p.order.Remove(p.order.Front()).(*pendingItem).tomb.RoutingKey)
+		dropped++
+	}
+	return dropped
+}
+
+// due drops the tombstones ended at now and returns, per member of
+// members, the ones it has not taken.
+func (p *pending) due(now int64, members []string) (owed map[string][]peer.Tombstone, expired int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	owed = map[string][]peer.Tombstone{}
+	for el := p.order.Front(); el != nil; {
+		next, it := el.Next(), el.Value.(*pendingItem)
+		if it.tomb.Until <= now {
+			delete(p.items, p.order.Remove(el).(*pendingItem).tomb.RoutingKey)
+			expired++
+		} else {
+			for _, m := range members {
+				if !it.delivered[m] {
+					owed[m] = append(owed[m], it.tomb)
+				}
+			}
+		}
+		el = next
+	}
+	return owed, expired
+}
+
+// delivered records that member took ts, unless a newer write replaced one
+// meanwhile.
+func (p *pending) delivered(member string, ts []peer.Tombstone) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range ts {
+		if el, ok := p.items[t.RoutingKey]; ok && el.Value.(*pendingItem).tomb.At == t.At {
+			el.Value.(*pendingItem).delivered[member] = true
+		}
+	}
+}
+
+// forget makes every tombstone owed to member again: it came back, maybe
+// from a cache file saved before the writes.
+func (p *pending) forget(member string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for el := p.order.Front(); el != nil; el = el.Next() {
+		delete(el.Value.(*pendingItem).delivered, member)
+	}
+}
+
+func (p *pending) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.order.Len()
+}
+
+// poke asks the loop to send now; it never blocks.
+func (p *pending) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
