@@ -3,6 +3,7 @@ package demoupstream
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -153,6 +154,31 @@ func (s *Server) handleComments(w http.ResponseWriter, r *http.Request) {
 	s.serveResource(w, r, r.PathValue("id"), func(tenant, id string, gen int64) any {
 		return buildComments(tenant, id, gen)
 	})
+}
+
+// handleAddComment is the demo's write: it bumps the story's comments to a
+// new version at once (what a cache in front must not keep serving the old
+// one of) and answers 201 with it. The body is read and discarded.
+func (s *Server) handleAddComment(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		s.writeAPIError(w, r, ErrNotFound)
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxJobBody))
+	u := *r.URL
+	u.RawQuery = ""
+	tk := tenantKey{r.Header.Get(HeaderTenant), KeyOf(&u)}
+	gen := s.content.write(tk, s.cfg.Now())
+	data, err := json.Marshal(buildComments(tk.tenant, id, gen))
+	if err != nil {
+		s.writeAPIError(w, r, err)
+		return
+	}
+	env := s.envelope(r, gen)
+	env.Data = data
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, env)
 }
 
 func (s *Server) handleUser(w http.ResponseWriter, r *http.Request) {

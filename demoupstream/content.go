@@ -21,15 +21,34 @@ func KeyOf(u *url.URL) string {
 }
 
 // contentState remembers when each (tenant, key) was first served, which
-// anchors its generations.
+// anchors its generations, and the writes that bumped it since.
 type contentState struct {
-	mu    sync.Mutex
-	first map[tenantKey]time.Time
-	every time.Duration
+	mu     sync.Mutex
+	first  map[tenantKey]time.Time
+	writes map[tenantKey]written
+	every  time.Duration
+}
+
+// written counts the writes to one (tenant, key) and when the last one was.
+type written struct {
+	n  int64
+	at time.Time
 }
 
 func newContentState(every time.Duration) *contentState {
-	return &contentState{first: make(map[tenantKey]time.Time), every: every}
+	return &contentState{first: make(map[tenantKey]time.Time), writes: make(map[tenantKey]written), every: every}
+}
+
+// write records a write to tk at now: its version goes up by one at once,
+// and its Last-Modified becomes now. It returns the new version.
+func (c *contentState) write(tk tenantKey, now time.Time) int64 {
+	c.mu.Lock()
+	w := c.writes[tk]
+	w.n, w.at = w.n+1, now
+	c.writes[tk] = w
+	c.mu.Unlock()
+	gen, _ := c.generation(tk, now)
+	return gen
 }
 
 // generation returns the content version of tk at now (1 for the first
@@ -41,10 +60,15 @@ func (c *contentState) generation(tk tenantKey, now time.Time) (int64, time.Time
 		first = now
 		c.first[tk] = now
 	}
+	w := c.writes[tk]
 	c.mu.Unlock()
 	// A clock that steps back must not produce generation 0 or less.
 	n := max(now.Sub(first), 0) / c.every
-	return int64(n) + 1, first.Add(n * c.every)
+	modified := first.Add(n * c.every)
+	if w.at.After(modified) {
+		modified = w.at
+	}
+	return int64(n) + 1 + w.n, modified
 }
 
 // etagFor is a strong ETag that changes exactly when (tenant, key, version)

@@ -15,6 +15,8 @@
 //
 //	GET  /api/stories/{id}           Story
 //	GET  /api/stories/{id}/comments  []Comment
+//	POST /api/stories/{id}/comments  []Comment (201 no-store): a write, the
+//	                                 new version at once (body discarded)
 //	GET  /api/users/{name}           User
 //	POST /api/jobs                   Job (201; Idempotency-Key replays, 200)
 //	GET  /api/session                Session: one user's page

@@ -64,6 +64,7 @@ func (s *Server) routes() {
 	s.api = http.NewServeMux()
 	s.api.HandleFunc("GET /api/stories/{id}", s.handleStory)
 	s.api.HandleFunc("GET /api/stories/{id}/comments", s.handleComments)
+	s.api.HandleFunc("POST /api/stories/{id}/comments", s.handleAddComment)
 	s.api.HandleFunc("GET /api/users/{name}", s.handleUser)
 	s.api.HandleFunc("POST /api/jobs", s.handleJob)
 	s.api.HandleFunc("GET /api/session", s.handleSession)
