@@ -4,6 +4,11 @@
 # trimmed by .dockerignore to bin/ and deploy/.
 FROM scratch
 
+# No CA bundle is copied: the binary embeds Mozilla's roots
+# (x509roots/fallback) and uses them because scratch has no /etc/ssl, so
+# https upstreams verify as they would on a host. A private API's CA comes
+# in through a route's tls.ca_file, mounted read-only (see README).
+
 # The default config; docker-compose.yml mounts deploy/levee.yaml over it
 # read-only, so editing it needs a restart, not a rebuild.
 COPY deploy/levee.yaml /etc/levee/levee.yaml

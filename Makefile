@@ -6,13 +6,19 @@ GO ?= go
 NODES ?= 3
 BIN := bin
 
-.PHONY: build run test vet unit fuzz bench clean chaos
+.PHONY: build run test vet unit fuzz bench clean chaos dotenv
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/levee ./cmd/node
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo-upstream ./cmd/demo-upstream
 
-run: build
+# This checkout's cluster secret and admin token: generated once with
+# `bin/levee secret -env` into the untracked .env, which make run and docker
+# compose read. Nothing fixed is shipped; delete .env to rotate both.
+dotenv: build
+	./scripts/dotenv.sh
+
+run: dotenv
 	NODES=$(NODES) ./scripts/run-local.sh
 
 vet:
@@ -41,9 +47,9 @@ clean:
 # (nothing can be pulled), so build first. See docs/docker.md.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 .PHONY: docker-up docker-up-5 docker-down
-docker-up: build
+docker-up: dotenv
 	$(COMPOSE) up --build -d
-docker-up-5: build
+docker-up-5: dotenv
 	$(COMPOSE) --profile five up --build -d
 docker-down:
 	$(COMPOSE) --profile five down -v

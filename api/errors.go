@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/upstream"
@@ -79,6 +80,13 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 		return http.StatusUnauthorized, "unauthorized", 0
 	case errors.Is(err, ErrAdminDisabled):
 		return http.StatusForbidden, "admin endpoints disabled", 0
+	case errors.Is(err, consensus.ErrRefused) && malformedProposal(err):
+		return http.StatusBadRequest, "bad request", 0
+	case errors.Is(err, consensus.ErrRefused):
+		// An authenticated peer asked for something the leader's rules
+		// forbid (another node's name, an unknown route, settings out of
+		// bounds): understood, and refused.
+		return http.StatusForbidden, "forwarded command refused", 0
 	case errors.Is(err, ErrNotReady):
 		return http.StatusServiceUnavailable, "not ready", 0
 	case errors.Is(err, ErrConflict):
@@ -114,6 +122,13 @@ func problem(w http.ResponseWriter, r *http.Request, err error) {
 		"detail":   err.Error(),
 		"instance": r.URL.Path,
 	})
+}
+
+// malformedProposal reports whether a refused proposal could not even be
+// read: not a log entry of a known machine, or not a breaker command.
+func malformedProposal(err error) bool {
+	return errors.Is(err, breaker.ErrBadCommand) || errors.Is(err, consensus.ErrBadEntry) ||
+		errors.Is(err, consensus.ErrUnknownTag)
 }
 
 func durationNS(ns int64) time.Duration { return time.Duration(max(ns, 0)) }

@@ -9,7 +9,58 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
+
+// ListenConfig bounds what one client can cost the listener: a slow
+// sender, a slow reader, a flood of connections. A zero field takes its
+// default. Node sets it from node.* (config.Node).
+type ListenConfig struct {
+	// MaxHeaderBytes caps a request's headers. Default 1 MiB
+	// (net/http's).
+	MaxHeaderBytes int
+	// ReadTimeout bounds reading one whole request, headers and body,
+	// from its first byte. Default 10s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds one request from the end of its headers to the
+	// last byte of its answer: reading the body, serving (a forward, or a
+	// fetch within its retry budget) and writing to a slow reader. It must
+	// exceed ReadTimeout plus the longest a request may be served
+	// (config checks node.write_timeout against cluster.forward_timeout);
+	// past it the answer is cut off. Default 40s.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long. Default
+	// 2m.
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections open at once; more wait in the
+	// kernel's listen backlog until one closes (idle keep-alive
+	// connections count too, until IdleTimeout closes them). Default 1024.
+	MaxConnections int
+}
+
+// DefaultListenConfig returns the listener's defaults, node.*'s defaults.
+func DefaultListenConfig() ListenConfig {
+	return ListenConfig{MaxHeaderBytes: http.DefaultMaxHeaderBytes, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxConnections: 1024}
+}
+
+func (lc ListenConfig) withDefaults() ListenConfig {
+	d := DefaultListenConfig()
+	lc.MaxHeaderBytes = orDefault(lc.MaxHeaderBytes, d.MaxHeaderBytes)
+	lc.ReadTimeout = orDefault(lc.ReadTimeout, d.ReadTimeout)
+	lc.WriteTimeout = orDefault(lc.WriteTimeout, d.WriteTimeout)
+	lc.IdleTimeout = orDefault(lc.IdleTimeout, d.IdleTimeout)
+	lc.MaxConnections = orDefault(lc.MaxConnections, d.MaxConnections)
+	return lc
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
 
 // Listener is a Server bound to an address and serving on it.
 type Listener struct {
@@ -20,22 +71,28 @@ type Listener struct {
 }
 
 // Listen binds addr (port 0 picks one; Addr tells which) and serves s on it
-// until Shutdown. maxHeaderBytes caps request headers.
-func (s *Server) Listen(addr string, maxHeaderBytes int) (*Listener, error) {
+// until Shutdown, within lc's bounds.
+func (s *Server) Listen(addr string, lc ListenConfig) (*Listener, error) {
+	lc = lc.withDefaults()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	log := s.cfg.Logger.With("subsystem", "http")
 	l := &Listener{ln: ln, log: log, srv: &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		Handler: s,
+		// ReadTimeout covers the headers too (ReadHeaderTimeout unset). It
+		// never cuts a handler short: net/http clears the read deadline
+		// once the body is read.
+		ReadTimeout:    lc.ReadTimeout,
+		WriteTimeout:   lc.WriteTimeout,
+		IdleTimeout:    lc.IdleTimeout,
+		MaxHeaderBytes: lc.MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}}
+	limited := netutil.LimitListener(ln, lc.MaxConnections)
 	l.wg.Go(func() {
-		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := l.srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			l.log.Error("http server stopped", "err", err)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 )
@@ -23,9 +24,11 @@ type PeerEndpoint struct {
 }
 
 // RaftApplier applies a breaker command a follower handed to this node, the
-// Raft leader.
+// Raft leader. from is the sending node, as the peer call named it under
+// the cluster token. An error wrapping consensus.ErrRefused means the
+// command was checked and refused before anything was appended.
 type RaftApplier interface {
-	ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error)
+	ApplyFromPeer(ctx context.Context, from string, data []byte) ([]byte, error)
 }
 
 // RaftRemover removes a server from the Raft configuration on this node,
@@ -119,13 +122,32 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 	return writeMsgpack(w, out)
 }
 
+// serveRaftApply applies a follower's entry. Decode bounds m.Data by
+// peer.MaxRaftData, so the leader's own decoding of it (the state
+// machine's command codec, in Stamp) is bounded too. The sender is the
+// X-Levee-From of the authenticated call, which the message's own From
+// must repeat. A proposal the leader refused (a command for
+// another node, an unknown route, settings out of bounds) is answered with
+// a problem, 403 (400 when malformed), and not logged here: the leader
+// counts it and logs it at most once a minute per sender
+// (consensus.Config.OnRefused), which a flood must not turn into a log
+// line per request. Other errors (not the leader, a timeout) travel in the
+// reply, as before.
 func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte, ra RaftApplier) error {
 	var m peer.RaftApply
 	if err := peer.Decode(b, &m); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 	}
+	from := r.Header.Get(peer.HeaderFrom)
+	if m.From != from {
+		return fmt.Errorf("%w: proposal from %q sent as %q", ErrBadPeerFrame, m.From, from)
+	}
 	res := &peer.RaftApplyResult{V: peer.Version}
-	data, err := ra.ApplyFromPeer(r.Context(), m.Data)
+	data, err := ra.ApplyFromPeer(r.Context(), from, m.Data)
+	if errors.Is(err, consensus.ErrRefused) {
+		problem(w, r, err)
+		return nil
+	}
 	if err != nil {
 		res.Err = err.Error()
 	}

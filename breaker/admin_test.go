@@ -12,13 +12,13 @@ import (
 // are not a command are refused.
 func TestStampWritesTheLeadersClockIntoAForwardedCommand(t *testing.T) {
 	leaderNow := time.Unix(1000, 0)
-	m := StateMachine{Table: NewTable(nil), Now: func() time.Time { return leaderNow }}
-	c := Command{V: CommandVersion, Op: OpForceOpen, Route: "r", Node: "n2", At: 5, OpenFor: int64(time.Minute)}
+	m := StateMachine{Table: NewTable(nil), Now: func() time.Time { return leaderNow }, Routes: knownRoutes("r")}
+	c := Command{V: CommandVersion, Op: OpForceOpen, Route: "r", Node: "n2", At: 5, OpenFor: int64(DefaultSettings().OpenFor)}
 	data, err := c.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.Stamp(data)
+	out, err := m.Stamp("n2", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestStampWritesTheLeadersClockIntoAForwardedCommand(t *testing.T) {
 	if got != want {
 		t.Fatalf("stamped %+v, want %+v", got, want)
 	}
-	if _, err := m.Stamp([]byte{0xc1}); err == nil {
+	if _, err := m.Stamp("n2", []byte{0xc1}); err == nil {
 		t.Fatal("Stamp accepted bytes that are not a command")
 	}
 }

@@ -17,13 +17,34 @@ type StateMachine struct {
 	// Now is the leader's clock, which Stamp writes into forwarded
 	// commands. Default time.Now.
 	Now func() time.Time
+	// Routes returns this node's configured breaker settings for a route,
+	// and false for a route its config does not have: the leader checks
+	// forwarded commands against them (Stamp). Default nil: no route is
+	// known and every forwarded command is refused, which suits a machine
+	// that only applies (levee recover).
+	Routes func(route string) (Settings, bool)
 }
 
-// Stamp rewrites a forwarded command with the leader's clock, so every
-// breaker timer in the cluster runs on one clock.
-func (m StateMachine) Stamp(data []byte) ([]byte, error) {
+// Stamp checks a command that node from forwarded to this node, the
+// leader, and rewrites it with the leader's clock, so every breaker timer
+// in the cluster runs on one clock. from is the sender as the
+// authenticated peer call names it (the cluster secret authenticates the
+// call; any holder of it can state any name, so these rules bound what a
+// node may ask for, not who it is). A command is refused (a *RefusedError, wrapping
+// ErrRefused) when it is malformed, speaks for another node than from,
+// names a route this leader's config does not have, or carries a setting
+// further than MaxSettingsDrift from the route's; At is never checked,
+// since it is replaced.
+//
+// The leader's own proposals do not come here (consensus.Node.Propose
+// applies them directly): they are built by this process from its own
+// config and clock, which these rules would only repeat.
+func (m StateMachine) Stamp(from string, data []byte) ([]byte, error) {
 	c, err := DecodeCommand(data)
 	if err != nil {
+		return nil, &RefusedError{Reason: ReasonMalformed, Err: err}
+	}
+	if err := checkForwarded(from, c, m.Routes); err != nil {
 		return nil, err
 	}
 	now := time.Now

@@ -91,9 +91,17 @@ func TestParseInvalid(t *testing.T) {
 		{name: "negative shutdown", src: withNode("{shutdown_timeout: -1s}"), want: []string{"node.shutdown_timeout: must be > 0"}},
 		{name: "zero header bytes", src: withNode("{max_header_bytes: 0}"), want: []string{"node.max_header_bytes: must be > 0"}},
 		{name: "negative request body", src: withNode("{max_request_body: -1KiB}"), want: []string{"node.max_request_body: must be > 0"}},
+		{name: "zero read timeout", src: withNode("{read_timeout: 0s}"), want: []string{"node.read_timeout: must be > 0"}},
+		{name: "zero idle timeout", src: withNode("{idle_timeout: 0s}"), want: []string{"node.idle_timeout: must be > 0"}},
+		{name: "zero connections", src: withNode("{max_connections: 0}"), want: []string{"node.max_connections: must be >= 1"}},
+		{name: "zero inflight fetches", src: withNode("{max_inflight_fetches: 0}"), want: []string{"node.max_inflight_fetches: must be >= 1"}},
+		{name: "write timeout shorter than a served request", src: withNode("{write_timeout: 30s}"),
+			want: []string{"node.write_timeout: 30s must be at least node.read_timeout + cluster.forward_timeout + 5s (40s)"}},
+		{name: "longer forward needs a longer write timeout", src: "node: {read_timeout: 5s}\ncluster: {forward_timeout: 60s}\n" + oneRoute(""),
+			want: []string{"node.write_timeout: 40s must be at least node.read_timeout + cluster.forward_timeout + 5s (1m10s)"}},
 
 		// cluster rules
-		{name: "short secret", src: withCluster("{secret: short}"), want: []string{"cluster.secret: must be at least 12 characters"}},
+		{name: "short secret", src: withCluster("{secret: short}"), want: []string{"cluster.secret: must be at least 16 characters: generate one with `levee secret`"}},
 		{name: "zero partitions", src: withCluster("{partitions: 0}"), want: []string{"cluster.partitions: must be > 0"}},
 		{name: "load factor one", src: withCluster("{load_factor: 1}"), want: []string{"cluster.load_factor: must be > 1"}},
 		{name: "negative replication", src: withCluster("{replication: -1}"), want: []string{"cluster.replication: must be >= 0"}},

@@ -60,6 +60,30 @@ type Node struct {
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
 	// MaxRequestBody caps a request body read from a client. Default 1MiB.
 	MaxRequestBody ByteSize `yaml:"max_request_body"`
+	// ReadTimeout bounds reading one whole request, headers and body, on
+	// node.http: a client (or peer) sending slowly is cut off. Default 10s;
+	// > 0.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds one request from the end of its headers to the
+	// last byte of its answer: reading the body, serving it (a forward, or
+	// a fetch within the route's retry budget) and writing the answer to a
+	// slow reader. Default 40s; at least ReadTimeout +
+	// cluster.forward_timeout + 5s, or a slow upstream still within its
+	// budget would have its answer cut off.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long. Default
+	// 2m; > 0.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxConnections caps the connections open on node.http at once, app
+	// servers', peers' and admin callers' together; more wait in the
+	// listen backlog until one closes. Default 1024; >= 1.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxInflightFetches caps the upstream fetches (logical calls, retries
+	// and their waits included) in flight on this node, counting
+	// background refreshes and fetches whose client went away; a fetch
+	// over it is refused at once with 503 and Retry-After. Default 512;
+	// >= 1.
+	MaxInflightFetches int `yaml:"max_inflight_fetches"`
 }
 
 // EffectiveBootstrapExpect returns BootstrapExpect, with the default 0 read
@@ -73,11 +97,20 @@ func (n *Node) EffectiveBootstrapExpect() int {
 
 // Cluster holds the settings every node of a cluster must agree on.
 type Cluster struct {
-	// Secret keys memberlist encryption and node-to-node auth. Default "":
-	// neither (the node warns at start). When set, at least 12 characters.
+	// Secret keys memberlist encryption and node-to-node auth; every node
+	// of a cluster has the same. Default "", which only a node without
+	// node.gossip and node.raft may keep. When set: at least 16
+	// characters, not a value this repository ever shipped (`levee secret`
+	// prints a fresh one).
 	Secret string `yaml:"secret"`
+	// TrustedSecrets are further secrets whose nodes are accepted on the
+	// Raft port while the secret is rotated (docs/security.md): a node
+	// issues its certificate from Secret and accepts certificates from
+	// Secret and each of these. Default none.
+	TrustedSecrets []string `yaml:"trusted_secrets"`
 	// AdminToken is required by admin POST endpoints. Default "": those
-	// endpoints are disabled.
+	// endpoints are disabled. When set: at least 16 characters, not a
+	// shipped value, not the Secret.
 	AdminToken string `yaml:"admin_token"`
 	// Partitions is the number of consistent-hash partitions. Default 271.
 	Partitions int `yaml:"partitions"`
@@ -145,6 +178,11 @@ type Route struct {
 	// Upstream is the absolute http(s) URL requests go to; its path is
 	// kept. Required; no query or fragment.
 	Upstream string `yaml:"upstream"`
+	// TLS sets how an https Upstream is verified. Default: every key
+	// unset, which verifies against the host's CA roots, or the Mozilla
+	// roots compiled into Levee where the host has none. Any key set needs
+	// an https:// Upstream.
+	TLS RouteTLS `yaml:"tls"`
 	// TenantHeader names the request header whose value is the tenant
 	// ("header mode"): it joins the cache key, so tenants never share
 	// entries, but anyone who can send the header can name any tenant.
@@ -301,6 +339,13 @@ func Default() *Config {
 			ShutdownTimeout: Duration(10 * time.Second),
 			MaxHeaderBytes:  32 << 10,
 			MaxRequestBody:  1 << 20,
+			ReadTimeout:     Duration(10 * time.Second),
+			WriteTimeout:    Duration(40 * time.Second),
+			IdleTimeout:     Duration(2 * time.Minute),
+			MaxConnections:  1024,
+			// A cap that never binds protects nothing: the reference load
+			// (1,000 requests a minute, a 20 s budget) keeps well under it.
+			MaxInflightFetches: 512,
 		},
 		Cluster: Cluster{
 			Partitions:        271,

@@ -24,6 +24,7 @@ func FuzzParse(f *testing.F) {
 		"cluster: {load_factor: .inf, near_cache: {ttl: 1s, max_bytes: 0}}\nroutes: [~]",
 		"routes: [{name: a, prefix: /a/, upstream: 'http://x/', retry: {network: {base: 1h, cap: 1h}, budget: 24s}}]",
 		"- [",
+		"routes: [{name: a, prefix: /a/, upstream: 'https://x/', tls: {server_name: x, insecure_skip_verify: true, ca_file: /dev/null}}]",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))

@@ -24,8 +24,8 @@ node:
   join: [127.0.0.1:7947]          # gossip seeds
   bootstrap_expect: 3
 cluster:
-  secret: "some passphrase"       # memberlist encryption + node-to-node auth
-  admin_token: "..."              # required for admin POSTs
+  secret: "an-example-secret-for-tests"   # memberlist encryption + node-to-node auth
+  admin_token: "an-example-admin-token"   # required for admin POSTs
   partitions: 271
   load_factor: 1.25
   replication: 1
@@ -76,6 +76,8 @@ func referenceDefaults(name string) Config {
 		Node: Node{
 			Name: name, HTTP: "127.0.0.1:8080", DataDir: "./data/" + name,
 			ShutdownTimeout: Duration(10 * time.Second), MaxHeaderBytes: 32768, MaxRequestBody: 1048576,
+			ReadTimeout: Duration(10 * time.Second), WriteTimeout: Duration(40 * time.Second), IdleTimeout: Duration(2 * time.Minute),
+			MaxConnections: 1024, MaxInflightFetches: 512,
 		},
 		Cluster: Cluster{
 			Partitions: 271, LoadFactor: 1.25, Replication: 1,
@@ -126,7 +128,7 @@ func TestParseValid(t *testing.T) {
 	example := referenceDefaults("n1")
 	example.Node.Gossip, example.Node.Raft = "127.0.0.1:7946", "127.0.0.1:8300"
 	example.Node.Join, example.Node.BootstrapExpect = []string{"127.0.0.1:7947"}, 3
-	example.Cluster.Secret, example.Cluster.AdminToken = "some passphrase", "..."
+	example.Cluster.Secret, example.Cluster.AdminToken = "an-example-secret-for-tests", "an-example-admin-token"
 	exRoute := referenceRoute("comments", "/comments/", "http://127.0.0.1:9000/api/")
 	exRoute.TenantHeader = "X-Tenant"
 	example.Routes = []Route{exRoute}
@@ -167,9 +169,10 @@ routes:
 		{name: "join as one comma-separated string", want: func() Config {
 			c := referenceDefaults(host)
 			c.Node.Gossip, c.Node.Join = "127.0.0.1:0", []string{"a:1", "b:2"}
+			c.Cluster.Secret = testSecret
 			c.Routes = minimal.Routes
 			return c
-		}(), src: "node: {gossip: '127.0.0.1:0', join: 'a:1, b:2'}\n" + minimalYAML},
+		}(), src: "node: {gossip: '127.0.0.1:0', join: 'a:1, b:2'}\ncluster: {secret: " + testSecret + "}\n" + minimalYAML},
 		{name: "empty join list is nil", want: minimal, src: "node: {join: []}\n" + minimalYAML},
 		{name: "data_dir follows name when absent", want: named, src: "node: {name: n7}\n" + minimalYAML},
 		{name: "anchors and merge keys", want: func() Config {

@@ -14,10 +14,11 @@ func TestSettableKeys(t *testing.T) {
 		"cache.max_bytes", "cache.persist", "cache.persist_interval",
 		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.load_factor",
 		"cluster.near_cache.max_bytes", "cluster.near_cache.ttl", "cluster.partitions",
-		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time",
-		"node.advertise", "node.bootstrap_expect", "node.data_dir", "node.gossip", "node.http",
-		"node.join", "node.leave_on_terminate", "node.max_header_bytes", "node.max_request_body", "node.name", "node.raft",
-		"node.shutdown_timeout",
+		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time", "cluster.trusted_secrets",
+		"node.advertise", "node.bootstrap_expect", "node.data_dir", "node.gossip", "node.http", "node.idle_timeout",
+		"node.join", "node.leave_on_terminate", "node.max_connections", "node.max_header_bytes",
+		"node.max_inflight_fetches", "node.max_request_body", "node.name", "node.raft", "node.read_timeout",
+		"node.shutdown_timeout", "node.write_timeout",
 	}
 	got := SettableKeys()
 	if !slices.Equal(got, want) {
@@ -42,6 +43,9 @@ func TestSet(t *testing.T) {
 		{"int", "node.bootstrap_expect", "3", func(c *Config) bool { return c.Node.BootstrapExpect == 3 }},
 		{"duration", "node.shutdown_timeout", "3s", func(c *Config) bool { return c.Node.ShutdownTimeout.D() == 3*time.Second }},
 		{"size", "node.max_request_body", "2MiB", func(c *Config) bool { return c.Node.MaxRequestBody == 2<<20 }},
+		{"write timeout", "node.write_timeout", "1m", func(c *Config) bool { return c.Node.WriteTimeout.D() == time.Minute }},
+		{"connection cap", "node.max_connections", "64", func(c *Config) bool { return c.Node.MaxConnections == 64 }},
+		{"fetch cap", "node.max_inflight_fetches", "8", func(c *Config) bool { return c.Node.MaxInflightFetches == 8 }},
 		{"secret taken verbatim", "cluster.secret", " yes: [x] ", func(c *Config) bool { return c.Cluster.Secret == " yes: [x] " }},
 		{"float", "cluster.load_factor", "1.5", func(c *Config) bool { return c.Cluster.LoadFactor == 1.5 }},
 		{"nested", "cluster.near_cache.ttl", "500ms", func(c *Config) bool { return c.Cluster.NearCache.TTL.D() == 500*time.Millisecond }},
@@ -50,7 +54,7 @@ func TestSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustParse(t, "node: {gossip: '127.0.0.1:0', join: ['z:9']}\n"+minimalYAML)
+			c := mustParse(t, "node: {gossip: '127.0.0.1:0', join: ['z:9']}\ncluster: {secret: "+testSecret+"}\n"+minimalYAML)
 			if err := c.Set(tt.key, tt.value); err != nil {
 				t.Fatalf("Set(%q, %q) = %v", tt.key, tt.value, err)
 			}

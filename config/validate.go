@@ -11,22 +11,18 @@ import (
 
 // Validate checks every rule and returns all problems joined with
 // errors.Join, each a *FieldError naming its key path; nil when c is valid.
-// It does not modify c.
+// It does not modify c. It reads each route's tls.ca_file.
 func (c *Config) Validate() error {
 	v := &validator{}
 	v.node(&c.Node)
 	v.cluster(&c.Cluster)
+	v.credentials(c)
+	v.writeTimeout(&c.Node, &c.Cluster)
 	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
 	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
 	v.routes(c)
 	return errors.Join(v.errs...)
 }
-
-// minSecretLen is the shortest cluster secret accepted. It is a floor
-// against accidents ("x", "test"), not a strength rule: the secret is a
-// passphrase that the node stretches into keys (cluster, peer), and the reference example's
-// "some passphrase" (15 characters) must stay valid.
-const minSecretLen = 12
 
 // validator collects problems so that one run reports all of them.
 type validator struct {
@@ -71,6 +67,25 @@ func (v *validator) node(n *Node) {
 	v.positive("node.shutdown_timeout", n.ShutdownTimeout)
 	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
+	v.positive("node.read_timeout", n.ReadTimeout)
+	v.positive("node.idle_timeout", n.IdleTimeout)
+	v.atLeast("node.max_connections", n.MaxConnections, 1)
+	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
+}
+
+// writeMargin is how much longer than reading a request and serving it
+// (at most cluster.forward_timeout, which exceeds every route's budget)
+// node.write_timeout must be: time to write the answer.
+const writeMargin = Duration(5 * time.Second)
+
+// writeTimeout checks that a request that takes all of node.read_timeout
+// to arrive and all of cluster.forward_timeout to be served can still be
+// answered.
+func (v *validator) writeTimeout(n *Node, c *Cluster) {
+	if least := n.ReadTimeout + c.ForwardTimeout + writeMargin; n.WriteTimeout < least {
+		v.add("node.write_timeout", "%v must be at least node.read_timeout + cluster.forward_timeout + %v (%v)",
+			n.WriteTimeout, writeMargin, least)
+	}
 }
 
 // bindAddr checks an optional listen address: host:port, where an empty
@@ -138,8 +153,6 @@ func (v *validator) bootstrap(n *Node) {
 }
 
 func (v *validator) cluster(c *Cluster) {
-	v.check(c.Secret == "" || len(c.Secret) >= minSecretLen, "cluster.secret",
-		fmt.Sprintf("must be at least %d characters", minSecretLen))
 	v.check(c.Partitions > 0, "cluster.partitions", "must be > 0")
 	v.check(c.LoadFactor > 1, "cluster.load_factor", "must be > 1")
 	v.atLeast("cluster.replication", c.Replication, 0)

@@ -33,6 +33,7 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	} else if _, err := parseUpstream(r.Upstream); err != nil {
 		v.add(p+".upstream", "%q %v", r.Upstream, err)
 	}
+	v.routeTLS(p+".tls", r)
 	v.tenant(p, r)
 	v.headerNames(p+".credential_headers", r.CredentialHeaders)
 	v.headerNames(p+".key_headers", r.KeyHeaders)

@@ -29,11 +29,14 @@ type StateMachine interface {
 	Restore(data []byte) error
 }
 
-// Stamper is a StateMachine whose entries the leader rewrites before
-// appending a proposal a follower forwarded (Node.ApplyFromPeer). An error
-// refuses the proposal.
+// Stamper is a StateMachine whose entries the leader checks and rewrites
+// before appending a proposal a follower forwarded (Node.ApplyFromPeer).
+// from is the sending node as the authenticated peer call names it, so
+// the machine can refuse an entry that speaks for another node. An error
+// refuses the proposal: nothing is appended, and ApplyFromPeer returns the
+// error wrapped in ErrRefused.
 type Stamper interface {
-	Stamp(data []byte) ([]byte, error)
+	Stamp(from string, data []byte) ([]byte, error)
 }
 
 // PeerStatus is the membership view of a peer, as the gossip layer sees it.
@@ -190,6 +193,16 @@ type Config struct {
 	// Propose's whole round trip on the proposer, and on the leader its
 	// share of a forwarded one (append, replicate, apply). Default nil.
 	OnCommit func(time.Duration)
+	// OnRefused, when set, gets each forwarded proposal the StateMachine's
+	// Stamp refused, with its sender; err wraps ErrRefused and the
+	// Stamper's error. It runs on the caller's goroutine once per refusal,
+	// so a flood of forged proposals calls it as often: keep it cheap and
+	// rate-limit what it logs. Default nil.
+	OnRefused func(from string, err error)
+	// TLS, when set, makes the TCP transport mutual TLS: only peers with
+	// a trusted certificate can send Raft RPCs. Default nil: plain TCP
+	// (tests, and injected transports, which ignore it).
+	TLS *TLS
 	// Forward sends a follower's proposal to the leader. Default nil:
 	// Propose on a follower returns ErrNotLeader.
 	Forward ForwardFunc
@@ -342,6 +355,10 @@ var (
 	// ErrApply: the StateMachine rejected the entry; the StateMachine's own
 	// error is wrapped alongside it.
 	ErrApply = errors.New("consensus: state machine rejected entry")
+	// ErrRefused: the leader's StateMachine (a Stamper) refused a
+	// forwarded proposal before it was appended; its error is wrapped
+	// alongside. Retrying the same proposal is refused again.
+	ErrRefused = errors.New("consensus: forwarded proposal refused")
 	// ErrInvalidConfig: Config.Validate failed.
 	ErrInvalidConfig = errors.New("consensus: invalid config")
 	// ErrLastVoter: the removal would leave the configuration without a

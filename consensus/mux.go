@@ -175,9 +175,10 @@ func (m *Mux) Decode(data []byte) (Tag, []byte, error) {
 }
 
 // Stamp implements Stamper: an entry for a machine that is a Stamper is
-// rewritten by it and framed again under its tag; others pass unchanged.
-// A malformed entry is refused (ErrBadEntry, ErrUnknownTag).
-func (m *Mux) Stamp(data []byte) ([]byte, error) {
+// checked and rewritten by it, with the sender passed on, and framed again
+// under its tag; others pass unchanged. A malformed entry is refused
+// (ErrBadEntry, ErrUnknownTag).
+func (m *Mux) Stamp(from string, data []byte) ([]byte, error) {
 	mm, payload, err := m.route(data)
 	if err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (m *Mux) Stamp(data []byte) ([]byte, error) {
 	if !ok {
 		return data, nil
 	}
-	if payload, err = st.Stamp(payload); err != nil {
+	if payload, err = st.Stamp(from, payload); err != nil {
 		return nil, fmt.Errorf("%s: %w", mm.name, err)
 	}
 	return m.Encode(mm.tag, payload)

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 )
 
 const (
@@ -42,7 +40,8 @@ type Node struct {
 	addrs *addrBook
 	stats counters
 
-	raft atomic.Pointer[raft.Raft] // set once by Start
+	raft   atomic.Pointer[raft.Raft]   // set once by Start
+	damage atomic.Pointer[DamageError] // set instead by a Start that found damaged state (damaged.go)
 
 	mu           sync.Mutex // guards the fields below
 	started      bool
@@ -94,7 +93,9 @@ func New(cfg Config, sm StateMachine) (*Node, error) {
 
 // Start opens the stores and the transport and starts Raft. A node that
 // finds state on disk simply starts and rejoins with it; a node without state
-// waits for Reconcile to bootstrap it or for a leader to add it.
+// waits for Reconcile to bootstrap it or for a leader to add it. State on
+// disk that cannot be read is a *DamageError (ErrDamaged), which Damaged
+// keeps: the node then runs without Raft (see damaged.go).
 func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -108,6 +109,10 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("consensus: start: %w", err)
 	}
 	if err := n.startRaft(); err != nil {
+		var de *DamageError
+		if errors.As(err, &de) {
+			n.damage.Store(de)
+		}
 		return err
 	}
 	n.started = true
@@ -133,13 +138,12 @@ func (n *Node) startRaft() (err error) {
 	if err != nil {
 		return err
 	}
-	has, err := raft.HasExistingState(st.logs, st.stable, st.snaps)
-	if err != nil {
-		return fmt.Errorf("consensus: inspect existing state: %w", err)
-	}
 	rc := n.cfg.raftConfig()
 	rc.Logger = newHclog(n.cfg.Logger.With("node", n.cfg.NodeID), "raft")
-	r, err := raft.NewRaft(rc, n.fsm, st.logs, st.stable, st.snaps, trans)
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	has, r, err := newRaft(rc, n.fsm, st, trans)
 	if err != nil {
 		return fmt.Errorf("consensus: start raft: %w", err)
 	}
@@ -167,12 +171,9 @@ func (n *Node) openStores() (storeSet, error) {
 	if err := os.MkdirAll(n.cfg.DataDir, 0o750); err != nil {
 		return storeSet{}, fmt.Errorf("consensus: data dir: %w", err)
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(n.cfg.DataDir, boltFile),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-	})
+	bolt, err := openBolt(filepath.Join(n.cfg.DataDir, boltFile))
 	if err != nil {
-		return storeSet{}, fmt.Errorf("consensus: open bolt store: %w", err)
+		return storeSet{}, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(n.cfg.DataDir, snapshotsDir),
 		n.cfg.SnapshotRetain, newHclog(n.log, "snapshots"))
@@ -205,7 +206,7 @@ func (n *Node) openTransport() (raft.Transport, error) {
 		}
 		advertise = a
 	}
-	nt, err := raft.NewTCPTransportWithConfig(n.cfg.BindAddr, advertise, &raft.NetworkTransportConfig{
+	tc := &raft.NetworkTransportConfig{
 		ServerAddressProvider: n.addrs,
 		Logger:                newHclog(n.log, "raft-net"),
 		MaxPool:               transportPool,
@@ -219,12 +220,27 @@ func (n *Node) openTransport() (raft.Transport, error) {
 		// the same analysis and fix). Breaker commands are small and rare,
 		// so synchronous replication costs nothing measurable.
 		MaxRPCsInFlight: 1,
-	})
+	}
+	nt, err := n.networkTransport(advertise, tc)
 	if err != nil {
 		return nil, fmt.Errorf("consensus: listen %s: %w", n.cfg.BindAddr, err)
 	}
 	n.ownTrans = nt
 	return nt, nil
+}
+
+// networkTransport is raft's TCP transport, or, with Config.TLS, the same
+// transport over mutual TLS.
+func (n *Node) networkTransport(advertise net.Addr, tc *raft.NetworkTransportConfig) (*raft.NetworkTransport, error) {
+	if n.cfg.TLS == nil {
+		return raft.NewTCPTransportWithConfig(n.cfg.BindAddr, advertise, tc)
+	}
+	stream, err := listenTLS(n.cfg.BindAddr, advertise, *n.cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	tc.Stream = stream
+	return raft.NewNetworkTransportWithConfig(tc), nil
 }
 
 // Addr is the address other nodes dial for Raft (the advertised address,

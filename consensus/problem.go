@@ -16,6 +16,8 @@ import (
 func (n *Node) Problem() string {
 	r := n.raft.Load()
 	switch {
+	case r == nil && n.Damaged() != nil:
+		return damageProblem(n.Damaged())
 	case r == nil:
 		return "raft is not running"
 	case r.State() == raft.Shutdown:

@@ -102,15 +102,26 @@ func (n *Node) ApplyLocal(ctx context.Context, data []byte) ([]byte, error) {
 	return res.data, res.err
 }
 
-// ApplyFromPeer is ApplyLocal for a proposal a follower forwarded (the
-// leader's end of Config.Forward). A StateMachine that is a Stamper first
-// rewrites the entry with the leader's view (the breaker stamps the
-// leader's clock into its commands, so every breaker timer runs on one
-// clock).
-func (n *Node) ApplyFromPeer(ctx context.Context, data []byte) ([]byte, error) {
+// ApplyFromPeer is ApplyLocal for a proposal that node from, a follower,
+// forwarded (the leader's end of Config.Forward); from is the sender as
+// the authenticated peer call names it. A StateMachine that is a Stamper
+// first checks the entry against the sender and the leader's view and
+// rewrites it (the breaker refuses a command that speaks for another node
+// or falls outside its route's config, and stamps the leader's clock into
+// the rest, so every breaker timer runs on one clock). A refused entry is
+// never appended: the error wraps ErrRefused and goes to
+// Config.OnRefused.
+//
+// Proposals of the leader itself (Propose, ApplyLocal) are not checked:
+// they come from this process, which builds them from its own config.
+func (n *Node) ApplyFromPeer(ctx context.Context, from string, data []byte) ([]byte, error) {
 	if st, ok := n.fsm.sm.(Stamper); ok {
 		var err error
-		if data, err = st.Stamp(data); err != nil {
+		if data, err = st.Stamp(from, data); err != nil {
+			err = fmt.Errorf("%w: from %q: %w", ErrRefused, from, err)
+			if n.cfg.OnRefused != nil {
+				n.cfg.OnRefused(from, err)
+			}
 			return nil, err
 		}
 	}

@@ -4,23 +4,50 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// stampSM is a Mux machine whose forwarded entries the leader stamps
-// (upper-cases); it records what it applied.
-type stampSM struct{ recSM }
+// errCannotStamp is stampSM's refusal.
+var errCannotStamp = errors.New("cannot stamp")
 
-func (s *stampSM) Stamp(data []byte) ([]byte, error) {
+// stampSM is a Mux machine whose forwarded entries the leader stamps
+// (upper-cases); it records what it applied and who sent what it stamped.
+type stampSM struct {
+	recSM
+	fromMu sync.Mutex
+	froms  []string
+}
+
+func (s *stampSM) Stamp(from string, data []byte) ([]byte, error) {
+	s.fromMu.Lock()
+	s.froms = append(s.froms, from)
+	s.fromMu.Unlock()
 	if string(data) == "unstampable" {
-		return nil, errors.New("cannot stamp")
+		return nil, errCannotStamp
 	}
 	return bytes.ToUpper(data), nil
 }
 
+func (s *stampSM) senders() []string {
+	s.fromMu.Lock()
+	defer s.fromMu.Unlock()
+	return slices.Clone(s.froms)
+}
+
+// fromPeer is n's ApplyFromPeer for proposals that node from sent.
+func fromPeer(n *Node, from string) func(context.Context, []byte) ([]byte, error) {
+	return func(ctx context.Context, data []byte) ([]byte, error) { return n.ApplyFromPeer(ctx, from, data) }
+}
+
 func soloWithMux(t *testing.T, onCommit func(time.Duration)) (*Node, *stampSM, *recSM, *Mux) {
+	return soloWithMuxHooks(t, onCommit, nil)
+}
+
+func soloWithMuxHooks(t *testing.T, onCommit func(time.Duration), onRefused func(string, error)) (*Node, *stampSM, *recSM, *Mux) {
 	t.Helper()
 	m, err := NewMux(NoTag)
 	if err != nil {
@@ -34,7 +61,7 @@ func soloWithMux(t *testing.T, onCommit func(time.Duration)) (*Node, *stampSM, *
 		t.Fatal(err)
 	}
 	n, err := New(Config{NodeID: "solo", BindAddr: "127.0.0.1:0", InMemory: true, Timings: FastTimings(),
-		Logger: testLogger(t), OnCommit: onCommit}, m)
+		Logger: testLogger(t), OnCommit: onCommit, OnRefused: onRefused}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +84,7 @@ func TestLeaderStampsForwardedEntriesOfStamperMachinesOnly(t *testing.T) {
 	var commits atomic.Int64
 	n, stamped, plain, m := soloWithMux(t, func(time.Duration) { commits.Add(1) })
 	ctx := t.Context()
-	submitStamped, submitPlain := m.Submitter(1, n.ApplyFromPeer), m.Submitter(2, n.ApplyFromPeer)
+	submitStamped, submitPlain := m.Submitter(1, fromPeer(n, "n2")), m.Submitter(2, fromPeer(n, "n2"))
 	if _, err := submitStamped(ctx, []byte("fwd")); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +97,7 @@ func TestLeaderStampsForwardedEntriesOfStamperMachinesOnly(t *testing.T) {
 	if _, err := submitStamped(ctx, []byte("unstampable")); err == nil {
 		t.Fatal("an entry the machine cannot stamp was appended")
 	}
-	if _, err := n.ApplyFromPeer(ctx, []byte{0}); !errors.Is(err, ErrBadEntry) {
+	if _, err := n.ApplyFromPeer(ctx, "n2", []byte{0}); !errors.Is(err, ErrBadEntry) {
 		t.Fatalf("reserved tag: %v, want ErrBadEntry", err)
 	}
 	if got := stamped.String(); got != "FWD;local" {
@@ -99,7 +126,47 @@ func TestStatusOfALeaderIsHealthyAndCaughtUp(t *testing.T) {
 	if n.Healthy() {
 		t.Fatal("closed node reports healthy")
 	}
-	if _, err := n.ApplyFromPeer(context.Background(), []byte{1, 'x'}); !errors.Is(err, ErrClosed) {
+	if _, err := n.ApplyFromPeer(context.Background(), "n2", []byte{1, 'x'}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("ApplyFromPeer after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestApplyFromPeerHandsTheSenderToTheMachine: the sender ApplyFromPeer is
+// given reaches the Stamper machine through the Mux; a refused entry is
+// not appended, comes back wrapping ErrRefused and the machine's error,
+// and is reported once to OnRefused with its sender.
+func TestApplyFromPeerHandsTheSenderToTheMachine(t *testing.T) {
+	type refusal struct {
+		from string
+		err  error
+	}
+	var mu sync.Mutex
+	var refused []refusal
+	n, stamped, _, m := soloWithMuxHooks(t, nil, func(from string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused = append(refused, refusal{from, err})
+	})
+	ctx := t.Context()
+	if _, err := m.Submitter(1, fromPeer(n, "n2"))(ctx, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Submitter(1, fromPeer(n, "n3"))(ctx, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Submitter(1, fromPeer(n, "n4"))(ctx, []byte("unstampable"))
+	if !errors.Is(err, ErrRefused) || !errors.Is(err, errCannotStamp) {
+		t.Fatalf("refused entry: %v, want ErrRefused wrapping the machine's error", err)
+	}
+	if got := stamped.senders(); !slices.Equal(got, []string{"n2", "n3", "n4"}) {
+		t.Fatalf("machine saw senders %q, want n2, n3, n4", got)
+	}
+	if got := stamped.String(); got != "A;B" {
+		t.Fatalf("machine applied %q, want A;B (the refused entry never appended)", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 1 || refused[0].from != "n4" || !errors.Is(refused[0].err, errCannotStamp) {
+		t.Fatalf("OnRefused got %+v, want one refusal from n4", refused)
 	}
 }

@@ -34,6 +34,7 @@ type Metrics struct {
 	Invalidations    *prometheus.CounterVec
 	LeaderChanges    prometheus.Counter
 	CommitLatency    prometheus.Histogram
+	RejectedCommands *prometheus.CounterVec
 }
 
 // New registers every series on a fresh registry, with the process and Go
@@ -63,6 +64,7 @@ func New() *Metrics {
 		NearCache:        f.counter("levee_near_cache_total", "Near-cache lookups on non-owner nodes (hit, miss).", "result"),
 		Invalidations:    f.counter("levee_invalidations_total", "Tombstones of writes sent to other nodes (ok, error, dropped, expired) and received from them (ok); refused counts received messages refused whole.", "direction", "outcome"),
 		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
+		RejectedCommands: f.counter("levee_raft_rejected_commands_total", "Commands other nodes forwarded to this node, the Raft leader, that it refused without appending, by reason: sender (speaks for another node than the one that sent it), route (a route this node's config lacks), bounds (a breaker setting more than 2x off the route's), malformed.", "reason"),
 		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time for a breaker command to commit and apply, observed on the proposing node (on a follower: including the forward to the leader) and again on the leader for each command a follower forwarded (the leader's local append, replication and apply only).", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
 	}
 }
@@ -136,6 +138,9 @@ func (m *Metrics) RetryWait(route, host, reason string, wait time.Duration) {
 func (m *Metrics) InFlight(host string, delta int) {
 	m.InFlightHost.WithLabelValues(host).Add(float64(delta))
 }
+
+// RejectedCommand counts one forwarded Raft command the leader refused.
+func (m *Metrics) RejectedCommand(reason string) { m.RejectedCommands.WithLabelValues(reason).Inc() }
 
 // BreakerTransition records a state change; state is 0 closed, 1 open,
 // 2 half-open.

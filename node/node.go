@@ -93,9 +93,6 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	}
 	opts.Timings = opts.Timings.withDefaults()
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New(), left: make(chan struct{})}
-	if cfg.Node.Gossip != "" && cfg.Cluster.Secret == "" {
-		n.log.Warn("cluster.secret is empty: gossip is unencrypted and node-to-node calls are unauthenticated")
-	}
 	if err := n.wire(); err != nil {
 		return nil, err
 	}
@@ -110,7 +107,12 @@ func (n *Node) wire() error {
 	if n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now}); err != nil {
 		return err
 	}
-	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, Logger: n.log.With("subsystem", "upstream"), Observer: n.metrics})
+	rtls, err := routeTLS(n.cfg)
+	if err != nil {
+		return err
+	}
+	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"), Observer: n.metrics,
+		MaxCalls: n.cfg.Node.MaxInflightFetches})
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	}
 	d := raftDeps{table: n.table, now: n.opts.Now, log: n.log.With("subsystem", "raft"),
 		onCommit: func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
-		onLeader: n.metrics.LeaderChanges.Inc, setBootstrapped: func(bool, time.Duration) error { return nil }}
+		onLeader: n.metrics.LeaderChanges.Inc, onRefused: n.metrics.RejectedCommand, setBootstrapped: func(bool, time.Duration) error { return nil }}
 	if c := n.cluster; c != nil {
 		d.client, d.httpAddr, d.members, d.setBootstrapped = c.client, c.httpAddr, c.members, c.setBootstrapped
 	}
@@ -228,6 +230,9 @@ func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
 	}
+	if n.raft != nil && n.raft.node.Damaged() != nil {
+		return errors.New("degraded: " + n.raft.node.Problem())
+	}
 	if n.cluster != nil {
 		return n.cluster.ready()
 	}
@@ -261,9 +266,13 @@ func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
 	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
+	n.metrics.GaugeFunc("levee_upstream_calls_inflight", "Logical upstream calls in flight, retries and their waits included: what node.max_inflight_fetches caps.",
+		func() float64 { return float64(n.upstream.InFlightCalls()) })
 	n.metrics.GaugeFunc("levee_cache_tombstones", "Tombstones of writes held (bounded; each ends after its documented time).", func() float64 { return float64(n.cache.Stats().Tombstones) })
 	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
 	if r := n.raft; r != nil {
+		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
+			func() float64 { return boolGauge(r.node.Damaged() != nil) })
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
 			func() float64 { return float64(r.node.Stats().ApplyErrors) })
 		n.metrics.CounterFunc("levee_breaker_guard_fallbacks_total", "Calls the local guard breaker decided because a committed breaker proposal failed.",
@@ -287,7 +296,7 @@ func (n *Node) Start(ctx context.Context) error {
 		n.persist.Load()
 		n.persist.Start()
 	}
-	l, err := n.api.Listen(n.cfg.Node.HTTP, int(n.cfg.Node.MaxHeaderBytes.Int64()))
+	l, err := n.api.Listen(n.cfg.Node.HTTP, listenConfig(n.cfg.Node))
 	if err != nil {
 		return fmt.Errorf("node: node.http: %w", err)
 	}
@@ -302,8 +311,8 @@ func (n *Node) Start(ctx context.Context) error {
 func (n *Node) startCluster(ctx context.Context) error {
 	raftAddr, hasState := "", false
 	if n.raft != nil {
-		if err := n.raft.start(ctx); err != nil {
-			return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
+		if err := n.startRaft(ctx); err != nil {
+			return err
 		}
 		raftAddr, hasState = n.raft.node.Addr(), n.raft.node.HasState()
 	}
@@ -319,6 +328,38 @@ func (n *Node) startCluster(ctx context.Context) error {
 		n.raft.node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
+}
+
+// startRaft starts Raft. A damaged Raft store (consensus.ErrDamaged) is
+// no reason to stop serving, nor to exit into a crash loop on the same
+// bytes: the node runs degraded, without Raft, its breakers decided by the
+// local guard (breaker.Replicated, since Raft is never healthy), /-/readyz
+// answering 503 and levee_raft_degraded at 1 until the data dir is
+// repaired (docs/runbook.md). Any other failure, such as the Raft port
+// being taken, stops Start.
+func (n *Node) startRaft(ctx context.Context) error {
+	err := n.raft.start(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, consensus.ErrDamaged):
+		n.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
+		return nil
+	}
+	return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
+}
+
+// listenConfig bounds node.http by the node.* limits.
+func listenConfig(c config.Node) api.ListenConfig {
+	return api.ListenConfig{MaxHeaderBytes: int(c.MaxHeaderBytes.Int64()), ReadTimeout: c.ReadTimeout.D(),
+		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // HTTPAddr is the address the API listens on.

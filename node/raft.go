@@ -8,6 +8,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
@@ -35,6 +36,7 @@ type raftDeps struct {
 	log             *slog.Logger
 	onCommit        func(time.Duration)
 	onLeader        func()
+	onRefused       func(reason string) // a forwarded command refused (metric); nil: uncounted
 	client          *peer.Client
 	httpAddr        func(name string) (string, bool)
 	members         func() []cluster.Member
@@ -62,30 +64,56 @@ const tagBreaker consensus.Tag = 1
 // breaker table, which is also the legacy machine, because data dirs
 // written before the Mux hold its bare commands and bare table snapshots
 // (node/testdata/v1-datadir, node/upgrade_test.go). now is the clock a
-// leader stamps into forwarded breaker commands.
-func stateMachines(t *breaker.Table, now nowFunc) (*consensus.Mux, error) {
+// leader stamps into forwarded breaker commands; routes is what it checks
+// them against (nil: every forwarded command is refused).
+func stateMachines(t *breaker.Table, now nowFunc, routes func(string) (breaker.Settings, bool)) (*consensus.Mux, error) {
 	mux, err := consensus.NewMux(tagBreaker)
 	if err != nil {
 		return nil, err
 	}
-	return mux, mux.Register(tagBreaker, "breaker", breaker.StateMachine{Table: t, Now: now})
+	return mux, mux.Register(tagBreaker, "breaker", breaker.StateMachine{Table: t, Now: now, Routes: routes})
+}
+
+// breakerRoutes looks up each configured route's breaker settings by
+// name, through proxyRoute, the one mapping from config to settings.
+func breakerRoutes(cfg *config.Config) (func(string) (breaker.Settings, bool), error) {
+	settings := make(map[string]breaker.Settings, len(cfg.Routes))
+	for i := range cfg.Routes {
+		rt, err := proxyRoute(&cfg.Routes[i])
+		if err != nil {
+			return nil, err
+		}
+		settings[rt.Name] = rt.Breaker
+	}
+	return func(name string) (breaker.Settings, bool) {
+		s, ok := settings[name]
+		return s, ok
+	}, nil
 }
 
 func newRaftPart(cfg *config.Config, opts Options, d raftDeps) (*raftPart, error) {
 	r := &raftPart{}
 	cc := consensusConfig(cfg, opts, d.log)
+	var err error
+	if cc.TLS, err = raftTLS(cfg); err != nil {
+		return nil, err
+	}
 	if d.httpAddr != nil {
 		f := peerForward{client: d.client, addr: d.httpAddr}
 		cc.Forward, cc.ForwardRemove = f.apply, f.remove
 	}
 	cc.OnCommit = d.onCommit
+	cc.OnRefused = breaker.NewRefusalLog(d.log, d.now, d.onRefused).Refused
 	cc.OnLeaderChange = func(isLeader bool, leader string) {
 		d.onLeader()
 		d.log.Info("raft leader", "leader", leader, "self", isLeader)
 		r.gossip.Formed()
 	}
-	var err error
-	if r.mux, err = stateMachines(d.table, d.now); err != nil {
+	routes, err := breakerRoutes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if r.mux, err = stateMachines(d.table, d.now, routes); err != nil {
 		return nil, err
 	}
 	if r.node, err = consensus.New(cc, r.mux); err != nil {
@@ -127,6 +155,31 @@ func consensusConfig(cfg *config.Config, opts Options, log *slog.Logger) consens
 		cc.SnapshotThreshold, cc.TrailingLogs, cc.SnapshotInterval = n, n, 200*time.Millisecond
 	}
 	return cc
+}
+
+// raftTLS is mutual TLS for the Raft port from cluster.secret (and
+// cluster.trusted_secrets during a rotation), or nil without a secret.
+func raftTLS(cfg *config.Config) (*consensus.TLS, error) {
+	if cfg.Cluster.Secret == "" {
+		return nil, nil
+	}
+	issuer, err := clustertls.Derive(cfg.Cluster.Secret)
+	if err != nil {
+		return nil, err
+	}
+	var trusted []*clustertls.Authority
+	for _, s := range cfg.Cluster.TrustedSecrets {
+		a, err := clustertls.Derive(s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster.trusted_secrets: %w", err)
+		}
+		trusted = append(trusted, a)
+	}
+	id, err := clustertls.New(clustertls.Config{Name: cfg.Node.Name, Issuer: issuer, Trusted: trusted})
+	if err != nil {
+		return nil, err
+	}
+	return &consensus.TLS{Server: id.ServerConfig(), Client: id.ClientConfig()}, nil
 }
 
 // peerForward carries a follower's proposals and seat removals to the

@@ -20,7 +20,7 @@ func RecoverRaft(cfg *config.Config, voters []consensus.Peer, log *slog.Logger) 
 	cc := consensusConfig(cfg, Options{Timings: DefaultTimings()}, log)
 	// Recover opens no listener; the bind address only has to be valid.
 	cc.BindAddr, cc.AdvertiseAddr = "127.0.0.1:0", ""
-	sm, err := stateMachines(breaker.NewTable(nil), nil)
+	sm, err := stateMachines(breaker.NewTable(nil), nil, nil) // applies only: nothing to check
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,29 @@ func upstreamURL(r *config.Route) (*url.URL, error) {
 	return u, nil
 }
 
+// routeTLS is the TLS settings of each route with a tls block, by route
+// name, for upstream.Config.RouteTLS; a route without one is left out and
+// shares the default transport. It reads each ca_file, which Validate has
+// checked; one that went bad since is an error naming its route.
+func routeTLS(cfg *config.Config) (map[string]upstream.TLS, error) {
+	var out map[string]upstream.TLS
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		if r.TLS.IsZero() {
+			continue
+		}
+		pool, err := r.TLS.CertPool()
+		if err != nil {
+			return nil, fmt.Errorf("node: route %q: tls.ca_file: %w", r.Name, err)
+		}
+		if out == nil {
+			out = make(map[string]upstream.TLS)
+		}
+		out[r.Name] = upstream.TLS{RootCAs: pool, ServerName: r.TLS.ServerName, InsecureSkipVerify: r.TLS.InsecureSkipVerify}
+	}
+	return out, nil
+}
+
 func policy(b config.Backoff) upstream.Policy {
 	return upstream.Policy{Base: b.Base.D(), Cap: b.Cap.D(), Jitter: b.Jitter}
 }

@@ -2,33 +2,103 @@ package peer
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
-// checkLengths walks the msgpack values in b without decoding them and
-// refuses any length prefix that claims more than the bytes left. The
-// msgpack library trusts a bin/str length and allocates it before reading
-// (readN), so an 8-byte message announcing a 3 GiB []byte would cost 3 GiB:
-// FuzzDecode found this. Each value takes at least one byte, so a container
-// may not claim more items than bytes remain either.
-func checkLengths(b []byte) error {
-	pending := 1 // values still to walk: the message itself
-	for pos := 0; pending > 0; pending-- {
-		if pos >= len(b) {
-			return fmt.Errorf("%w: truncated at byte %d", ErrBadMessage, pos)
+// Bounds of decoding one peer message. The msgpack library sizes what it
+// allocates from the input: it trusts a bin/str length and allocates it
+// before reading (readN), preallocates a slice or a map for the item count
+// an array or map header claims, and recurses once per nesting level.
+// checkShape walks the bytes first, allocating nothing, and refuses a
+// message that would make any of those cost more than these bounds.
+const (
+	// MaxDecoded bounds what one message may cost once decoded: its
+	// payload bytes (strings, bins, numbers) plus valueCost per value.
+	// A message of MaxMessage bytes that is mostly one body fits; 64 MiB of
+	// one-byte strings (32M values, about 1 GiB of string headers, slice
+	// and map slots) does not, and is refused before anything is decoded.
+	MaxDecoded = MaxMessage + 16<<20
+	// MaxDepth bounds the nesting of arrays and maps. The deepest real
+	// message is 4 levels (a lookup answer's entry's header's values);
+	// without a bound, a message of nested one-byte arrays would recurse
+	// once per byte in the decoder and overflow the goroutine stack, which
+	// no recover catches.
+	MaxDepth = 32
+	// MaxRaftData bounds RaftApply.Data and RaftApplyResult.Data: one
+	// encoded state-machine command or its result (a breaker command is
+	// under 200 bytes). Those bytes are decoded again by the state machine
+	// with its own decoder, so they are kept small here.
+	MaxRaftData = 64 << 10
+)
+
+// valueCost is an upper bound on what one msgpack value may cost decoded
+// into a peer message besides its payload, measured on the real decoder
+// (TestDecodedCostBoundsAllocation) with a margin of about half: a string
+// or slice header in a preallocated slice (16 bytes per empty string); a
+// map entry (a string key and a []string value, two values: the table's
+// slots with their slack, plus the key and value reflect allocates for
+// each, about 72 per value); a Tombstone per array item (about 64: the
+// library allocates a struct slice twice over, MakeSlice then append).
+const valueCost = 128
+
+// ErrTooBig is wrapped, with ErrBadMessage, by the refusal of a message
+// whose encoded or decoded size, or nesting, is over its bound.
+var ErrTooBig = errors.New("peer: message too big")
+
+// checkShape walks the msgpack values in b without decoding them. It
+// refuses any length prefix that claims more than the bytes left (an
+// 8-byte message announcing a 3 GiB []byte would otherwise cost 3 GiB:
+// FuzzDecode found this), more items than bytes left (each value takes at
+// least one byte), nesting deeper than MaxDepth, and a decoded cost
+// (payload bytes plus valueCost per value) over budget.
+func checkShape(b []byte, budget uint64) error {
+	var open [MaxDepth + 1]uint64 // values left to walk at each depth
+	open[0] = 1                   // the message itself
+	depth, pos := 0, 0
+	var cost uint64
+	for {
+		for open[depth] == 0 {
+			if depth == 0 {
+				return nil
+			}
+			depth--
 		}
-		hdr, payload, items, err := valueShape(b[pos:])
+		open[depth]--
+		hdr, payload, items, err := shapeAt(b, pos)
 		if err != nil {
-			return fmt.Errorf("%w: at byte %d: %v", ErrBadMessage, pos, err)
+			return err
 		}
-		left := uint64(len(b) - pos - hdr)
-		if payload > left || items > left {
-			return fmt.Errorf("%w: at byte %d: length %d exceeds the %d bytes left", ErrBadMessage, pos, max(payload, items), left)
+		if cost += valueCost + payload; cost > budget {
+			return fmt.Errorf("%w: %w: decodes to more than %d bytes (at byte %d)", ErrBadMessage, ErrTooBig, budget, pos)
 		}
 		pos += hdr + int(payload)
-		pending += int(items)
+		if items == 0 {
+			continue
+		}
+		if depth == MaxDepth {
+			return fmt.Errorf("%w: %w: nested deeper than %d (at byte %d)", ErrBadMessage, ErrTooBig, MaxDepth, pos)
+		}
+		depth++
+		open[depth] = items
 	}
-	return nil
+}
+
+// shapeAt reads the header of the value at b[pos:] and checks that its
+// payload and items fit in the bytes left.
+func shapeAt(b []byte, pos int) (hdr int, payload, items uint64, err error) {
+	if pos >= len(b) {
+		return 0, 0, 0, fmt.Errorf("%w: truncated at byte %d", ErrBadMessage, pos)
+	}
+	hdr, payload, items, err = valueShape(b[pos:])
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: at byte %d: %v", ErrBadMessage, pos, err)
+	}
+	left := uint64(len(b) - pos - hdr)
+	if payload > left || items > left {
+		return 0, 0, 0, fmt.Errorf("%w: at byte %d: length %d exceeds the %d bytes left", ErrBadMessage, pos, max(payload, items), left)
+	}
+	return hdr, payload, items, nil
 }
 
 // valueShape reads the header of the value b starts with: its header size,

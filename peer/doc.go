@@ -11,5 +11,8 @@
 // says whether the message provably never left (ErrNotSent) or the peer did
 // not answer in time (ErrTimeout): a caller that would repeat a write must
 // know. Every decoder of peer bytes is bounded and fuzzed: a corrupt message
-// is an error, never a crash.
+// is an error, never a crash, and what decoding may allocate is bounded by
+// the message's decoded size (MaxDecoded, MaxDepth, MaxRaftData), checked
+// by a walk over the bytes before the msgpack library sees them, not only
+// by its length (bounds.go).
 package peer

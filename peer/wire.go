@@ -196,13 +196,19 @@ func (m *Invalidate) version() uint8       { return m.V }
 func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
 
 // Decode unmarshals b into a message, rejecting oversize input, trailing
-// bytes, unknown versions and structurally impossible values. It never
-// panics on any input (see FuzzDecode).
-func Decode(b []byte, v versioned) (err error) {
+// bytes, unknown versions and structurally impossible values. What it
+// allocates is bounded by MaxDecoded, whatever the input (see checkShape),
+// and it never panics on any input (see FuzzDecode).
+func Decode(b []byte, v versioned) error { return decode(b, v, MaxDecoded) }
+
+// decode is Decode with the decoded-size budget as a parameter, so tests
+// can check the budget's accounting against the real decoder at a small
+// scale.
+func decode(b []byte, v versioned, budget uint64) (err error) {
 	if len(b) > MaxMessage {
-		return fmt.Errorf("%w: %d bytes > %d", ErrBadMessage, len(b), MaxMessage)
+		return fmt.Errorf("%w: %w: %d bytes > %d", ErrBadMessage, ErrTooBig, len(b), MaxMessage)
 	}
-	if err := checkLengths(b); err != nil {
+	if err := checkShape(b, budget); err != nil {
 		return err
 	}
 	defer func() {
@@ -247,6 +253,17 @@ func validate(v versioned) error {
 		return validateLookup(m)
 	case *Invalidate:
 		return validateInvalidate(m)
+	case *RaftApply:
+		return validateRaftData(m.Data)
+	case *RaftApplyResult:
+		return validateRaftData(m.Data)
+	}
+	return nil
+}
+
+func validateRaftData(b []byte) error {
+	if len(b) > MaxRaftData {
+		return fmt.Errorf("%w: %w: raft data of %d bytes > %d", ErrBadMessage, ErrTooBig, len(b), MaxRaftData)
 	}
 	return nil
 }

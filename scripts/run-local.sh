@@ -2,6 +2,9 @@
 # Starts the demo upstream and NODES Levee nodes as plain processes on
 # loopback, each with its own generated config and data dir under
 # ./data/local. Ctrl-C stops all of them cleanly.
+# Credentials: LEVEE_CLUSTER_SECRET and LEVEE_CLUSTER_ADMIN_TOKEN from the
+# environment, else this checkout's .env (ENV_FILE; scripts/dotenv.sh
+# creates it on first use with bin/levee secret). Nothing fixed is used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODES=${NODES:-3}
@@ -11,6 +14,20 @@ BASE_RAFT=${BASE_RAFT:-8300}       # node i speaks Raft on BASE_RAFT+i
 UPSTREAM=${UPSTREAM:-127.0.0.1:9000}
 DIR=${DIR:-./data/local}
 if (( NODES < 1 || NODES > 9 )); then echo "NODES must be 1..9" >&2; exit 2; fi
+
+# LEVEE_SECRET and LEVEE_ADMIN_TOKEN are this script's older names.
+secret=${LEVEE_CLUSTER_SECRET:-${LEVEE_SECRET:-}}
+admin=${LEVEE_CLUSTER_ADMIN_TOKEN:-${LEVEE_ADMIN_TOKEN:-}}
+admin_from="your environment"
+if [[ -z $secret || -z $admin ]]; then
+  scripts/dotenv.sh
+  # The last KEY=value line, one pair of surrounding quotes dropped.
+  dotenv() { sed -n "s/^$1=//p" "${ENV_FILE:-.env}" | tail -n 1 | sed -e 's/^"\(.*\)"$/\1/' -e "s/^'\(.*\)'\$/\1/"; }
+  secret=${secret:-$(dotenv LEVEE_CLUSTER_SECRET)}
+  [[ -n $admin ]] || admin=$(dotenv LEVEE_CLUSTER_ADMIN_TOKEN) admin_from="${ENV_FILE:-.env} (LEVEE_CLUSTER_ADMIN_TOKEN)"
+fi
+# YAML single quotes: the only character to escape is the quote itself.
+yq() { local s=${1//\'/\'\'}; printf "'%s'" "$s"; }
 
 mkdir -p "$DIR"
 pids=()
@@ -27,7 +44,6 @@ trap stop EXIT
 bin/demo-upstream -listen "$UPSTREAM" >"$DIR/demo-upstream.log" 2>&1 &
 pids+=($!)
 
-secret=${LEVEE_SECRET:-local-dev-secret-$(id -u)}
 join=""
 for i in $(seq 1 "$NODES"); do
   join+="${join:+, }127.0.0.1:$((BASE_GOSSIP + i))"
@@ -44,8 +60,8 @@ node:
   join: [$join]
   bootstrap_expect: $(( NODES >= 3 ? 3 : NODES ))
 cluster:
-  secret: "$secret"
-  admin_token: "${LEVEE_ADMIN_TOKEN:-local-admin-token}"
+  secret: $(yq "$secret")
+  admin_token: $(yq "$admin")
 routes:
   - name: comments
     prefix: /comments/
@@ -71,6 +87,6 @@ for i in $(seq 1 "$NODES"); do
   echo "levee n$i:      http://127.0.0.1:$((BASE_HTTP + i - 1))   (log $DIR/n$i.log)"
 done
 echo "try: curl -si http://127.0.0.1:$BASE_HTTP/comments/stories/1/comments -H 'X-Tenant: acme'"
-echo "admin token: ${LEVEE_ADMIN_TOKEN:-local-admin-token}. Ctrl-C stops everything."
+echo "admin token: from $admin_from; for levee leave/remove: export LEVEE_ADMIN_TOKEN=<it>. Ctrl-C stops everything."
 wait -n "${pids[@]}" || true
 echo "a process exited; see logs in $DIR" >&2

@@ -33,6 +33,7 @@ type call struct {
 	start      time.Time
 	deadline   time.Time
 	host       string
+	transport  http.RoundTripper // the route's (see Config.RouteTLS)
 	hl         *hostLimiter
 	replayable bool
 	maxBody    int64
@@ -151,7 +152,7 @@ func (k *call) roundTrip(ctx context.Context) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	hres, err := k.c.transport.RoundTrip(hr)
+	hres, err := k.transport.RoundTrip(hr)
 	if err != nil {
 		return nil, err
 	}

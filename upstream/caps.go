@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -26,8 +27,8 @@ const minLimitedRetryAfter = time.Second
 // ErrLimited (errors.Is). Nothing was sent for that attempt.
 type LimitedError struct {
 	Host string
-	// Cap names the cap that refused: "host slot", "host token" or
-	// "global slot".
+	// Cap names the cap that refused: "host slot", "host token",
+	// "global slot", "queue" or "node fetches" (Config.MaxCalls).
 	Cap string
 	// RetryAfter is when asking again may get through: for the token
 	// bucket, how far past the budget the token would have come; 0 when
@@ -127,4 +128,38 @@ func waitToken(ctx context.Context, lim *rate.Limiter) (retryAfter time.Duration
 func (c *Client) release(h *hostLimiter) {
 	c.global.Release(1)
 	h.inflight.Release(1)
+}
+
+// capCalls names Config.MaxCalls in a LimitedError.
+const capCalls = "node fetches"
+
+// errCallCap is the refusal of a call over Config.MaxCalls.
+var errCallCap = errors.New("the node's in-flight fetch cap is reached")
+
+// callCap counts the logical calls in flight against Config.MaxCalls. It
+// never waits: a call over the cap is refused.
+type callCap struct {
+	n   atomic.Int64
+	max int64
+}
+
+// enter takes a slot for one call; false when the cap is reached.
+func (c *callCap) enter() bool {
+	if c.n.Add(1) > c.max {
+		c.n.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (c *callCap) leave() { c.n.Add(-1) }
+
+// InFlightCalls is the number of logical calls in flight: what
+// Config.MaxCalls caps.
+func (c *Client) InFlightCalls() int { return int(c.calls.n.Load()) }
+
+// overCallCap reports whether err is a refusal by Config.MaxCalls.
+func overCallCap(err error) bool {
+	var le *LimitedError
+	return errors.As(err, &le) && le.Cap == capCalls
 }

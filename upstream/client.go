@@ -101,10 +101,12 @@ func (nopObserver) Refused(string, string, string)                    {}
 // Client performs logical calls. It is safe for concurrent use.
 type Client struct {
 	transport http.RoundTripper
+	routes    map[string]*http.Transport // routes with their own TLS settings; fixed by New
 	log       *slog.Logger
 	obs       Observer
 	rand      func() float64
 	global    *semaphore.Weighted
+	calls     callCap // Config.MaxCalls
 
 	mu    sync.Mutex
 	hosts map[string]*hostLimiter // by scheme://host:port; grows with distinct hosts
@@ -118,21 +120,30 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	routes, err := routeTransports(cfg.Transport, cfg.RouteTLS, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
 	return &Client{
 		transport: cfg.Transport,
+		routes:    routes,
 		log:       cfg.Logger,
 		obs:       cfg.Observer,
 		rand:      cfg.Rand,
 		global:    semaphore.NewWeighted(int64(cfg.GlobalInflight)),
+		calls:     callCap{max: int64(cfg.MaxCalls)},
 		hosts:     make(map[string]*hostLimiter),
 	}, nil
 }
 
-// Close closes the transport's idle connections. It is idempotent; Do
+// Close closes the transports' idle connections. It is idempotent; Do
 // still works afterwards, dialing anew.
 func (c *Client) Close() {
 	c.closeOnce.Do(func() {
 		if t, ok := c.transport.(interface{ CloseIdleConnections() }); ok {
+			t.CloseIdleConnections()
+		}
+		for _, t := range c.routes {
 			t.CloseIdleConnections()
 		}
 	})
@@ -146,7 +157,8 @@ func (c *Client) Close() {
 // (or nil) and ErrBudget; network failures to the end return ErrUnavailable
 // wrapping the last network error; a cancelled ctx returns ctx.Err() wrapped.
 // A ctx from WithAttemptsLeft lowers the attempt bound; with none left, Do
-// sends nothing and returns ErrNoAttempts.
+// sends nothing and returns ErrNoAttempts. With Config.MaxCalls calls
+// already in flight, Do sends nothing and returns a *LimitedError at once.
 func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	k, err := c.newCall(ctx, req)
 	if err != nil {
@@ -156,6 +168,12 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 		return nil, err
 	}
 	defer k.cancel()
+	if !c.calls.enter() {
+		err := &LimitedError{Host: k.host, Cap: capCalls, Err: errCallCap}
+		k.trace(err)
+		return nil, err
+	}
+	defer c.calls.leave()
 	res, err := k.run()
 	k.trace(err)
 	return res, err
@@ -175,6 +193,7 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 		c: c, req: req, retry: r, ctx: ctx, budgetCtx: budgetCtx, cancel: cancel,
 		start: now, deadline: now.Add(r.Budget),
 		host:       req.URL.Host,
+		transport:  c.transportFor(req.Route),
 		hl:         c.limiter(hostKey(req.URL), req.Limits.withDefaults()),
 		replayable: replayable(req),
 		maxBody:    req.MaxBody,

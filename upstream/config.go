@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -156,20 +157,39 @@ type Config struct {
 	Observer Observer
 	// GlobalInflight caps in-flight attempts across all hosts. Default 256.
 	GlobalInflight int
+	// MaxCalls caps the logical calls in flight on this Client, whoever
+	// waits for them: the waits between retries count, and so does a call
+	// whose caller went away but which runs on for others (a coalesced
+	// fetch, a background refresh). A call over the cap is refused at
+	// once with a *LimitedError (Cap "node fetches"), never queued: a
+	// queued call would hold its caller and its memory just the same.
+	// Default 512.
+	MaxCalls int
 	// Rand returns a uniform float in [0, 1) for jitter; it must be safe for
 	// concurrent use. Default nil: math/rand/v2's Float64.
 	Rand func() float64
+	// RouteTLS gives each route named here (Request.Route) its own clone
+	// of Transport, which must then be an *http.Transport, with these TLS
+	// settings. Default nil: every route shares Transport and verifies
+	// against the host's roots, or the embedded Mozilla bundle where the
+	// host has none.
+	RouteTLS map[string]TLS
 }
 
 // DefaultConfig returns the default client settings.
 func DefaultConfig() Config {
-	return Config{GlobalInflight: 256}
+	return Config{GlobalInflight: 256, MaxCalls: 512}
 }
 
 // Validate reports settings New cannot use. Zero fields are valid defaults.
 func (c Config) Validate() error {
-	if c.GlobalInflight < 0 {
-		return fmt.Errorf("upstream: GlobalInflight %d < 0", c.GlobalInflight)
+	if c.GlobalInflight < 0 || c.MaxCalls < 0 {
+		return fmt.Errorf("upstream: GlobalInflight %d or MaxCalls %d < 0", c.GlobalInflight, c.MaxCalls)
+	}
+	for route, t := range c.RouteTLS {
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("route %q: %w", route, err)
+		}
 	}
 	return nil
 }
@@ -187,6 +207,9 @@ func (c Config) withDefaults() Config {
 	if c.GlobalInflight == 0 {
 		c.GlobalInflight = DefaultConfig().GlobalInflight
 	}
+	if c.MaxCalls == 0 {
+		c.MaxCalls = DefaultConfig().MaxCalls
+	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
@@ -195,9 +218,11 @@ func (c Config) withDefaults() Config {
 
 // newTransport keeps connections alive per host: retries and steady traffic
 // to one API must not pay a handshake each time. Attempt deadlines come from
-// the context, so no response timeout is set here.
+// the context, so no response timeout is set here. TLS below 1.2 is
+// refused; a route with its own TLS settings starts from a clone of this.
 func newTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{MinVersion: minTLSVersion}
 	t.DialContext = (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.MaxIdleConns = 256
 	t.MaxIdleConnsPerHost = 64

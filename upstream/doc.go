@@ -30,4 +30,12 @@
 // client request's attempts into a second call for it, so one request never
 // costs more than max_attempts. Metrics flow out through the Observer hooks;
 // one structured log line is written per retry.
+//
+// TLS: every route shares one tuned transport (TLS 1.2 at least) that
+// verifies against the host's roots, or the Mozilla roots compiled in
+// (x509roots/fallback) where the host has none, as in the FROM scratch
+// image. A route in Config.RouteTLS gets its own clone of it, so a private
+// CA trusted for one route is trusted for no other. A certificate that does
+// not verify ends the call after one attempt with ErrUnavailable, traced as
+// sent: the upstream's failure, which a breaker counts.
 package upstream

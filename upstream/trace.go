@@ -15,6 +15,8 @@ var ErrNoAttempts = fmt.Errorf("%w: no attempts left for this request", ErrBudge
 const (
 	// RefusedLimited: a wait for a slot or a token did not fit in the budget.
 	RefusedLimited = "limited"
+	// RefusedFetchCap: Config.MaxCalls calls were already in flight.
+	RefusedFetchCap = "fetch-cap"
 	// RefusedCancelled: the caller gave up (its context ended).
 	RefusedCancelled = "cancelled"
 	// RefusedTooLarge: the response body exceeded Request.MaxBody.
@@ -122,6 +124,8 @@ func (k *call) refusal(err error) string {
 		return RefusedNoAttempts
 	case k.ctx.Err() != nil:
 		return RefusedCancelled
+	case overCallCap(err):
+		return RefusedFetchCap
 	case errors.Is(err, ErrLimited):
 		return RefusedLimited
 	case errors.Is(err, ErrTooLarge):

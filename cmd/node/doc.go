@@ -5,6 +5,7 @@
 //	levee leave [-addr URL]          give up this node's Raft seat, then stop
 //	levee remove [-addr URL] NODE    give up a dead node's Raft seat
 //	levee recover -config FILE -voters n1=ADDR,...   unwedge a stopped cluster
+//	levee secret [-env]              print a fresh cluster.secret (or admin token)
 //
 // Every node, cluster and cache setting in the file can be overridden by a
 // flag named after its key (-node.http) and by an environment variable

@@ -39,6 +39,8 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 			return removeCmd(args[1:], getenv, stdout, stderr)
 		case "recover":
 			return recoverCmd(args[1:], getenv, stdout, stderr)
+		case "secret":
+			return secretCmd(args[1:], stdout, stderr)
 		}
 	}
 	cfg, err := loadConfig(args, getenv, stderr)

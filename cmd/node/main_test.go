@@ -140,11 +140,11 @@ func TestOverridePrecedence(t *testing.T) {
 func TestOverrideOtherSections(t *testing.T) {
 	file := writeConfig(t, validYAML)
 	cfg, err := loadConfig([]string{"-config", file, "-cache.max_bytes=1MiB"},
-		env(map[string]string{"LEVEE_CLUSTER_ADMIN_TOKEN": "tok", "LEVEE_NODE_NAME": "n7"}), &bytes.Buffer{})
+		env(map[string]string{"LEVEE_CLUSTER_ADMIN_TOKEN": "a-token-from-the-environment", "LEVEE_NODE_NAME": "n7"}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Cache.MaxBytes != 1<<20 || cfg.Cluster.AdminToken != "tok" || cfg.Node.Name != "n7" {
+	if cfg.Cache.MaxBytes != 1<<20 || cfg.Cluster.AdminToken != "a-token-from-the-environment" || cfg.Node.Name != "n7" {
 		t.Fatalf("overrides not applied: cache %d, token %q, name %q", cfg.Cache.MaxBytes, cfg.Cluster.AdminToken, cfg.Node.Name)
 	}
 }
@@ -232,16 +232,20 @@ func TestServe(t *testing.T) {
 }
 
 // TestSharedFileCompletedByEnv: a file shared by every container may be
-// invalid on its own (raft on 0.0.0.0 needs node.advertise) and become
-// valid once the node's LEVEE_* variables are applied.
+// invalid on its own (raft on 0.0.0.0 needs node.advertise, and a
+// clustered node a secret, which deploy/levee.yaml leaves to the
+// environment) and become valid once the node's LEVEE_* variables are
+// applied.
 func TestSharedFileCompletedByEnv(t *testing.T) {
 	shared := strings.Replace(validYAML, "routes:", "  raft: 0.0.0.0:8300\nroutes:", 1)
 	path := writeConfig(t, shared)
 	var stderr strings.Builder
-	if _, err := loadConfig([]string{"-config", path}, env(nil), &stderr); err == nil || !strings.Contains(err.Error(), "node.advertise") {
-		t.Fatalf("without advertise: err %v, want one naming node.advertise", err)
+	_, err := loadConfig([]string{"-config", path}, env(nil), &stderr)
+	if err == nil || !strings.Contains(err.Error(), "node.advertise") || !strings.Contains(err.Error(), "levee secret") {
+		t.Fatalf("without advertise and secret: err %v, want one naming node.advertise and `levee secret`", err)
 	}
-	cfg, err := loadConfig([]string{"-config", path}, env(map[string]string{"LEVEE_NODE_ADVERTISE": "10.1.2.3"}), &stderr)
+	cfg, err := loadConfig([]string{"-config", path}, env(map[string]string{
+		"LEVEE_NODE_ADVERTISE": "10.1.2.3", "LEVEE_CLUSTER_SECRET": "a-secret-from-the-environment"}), &stderr)
 	if err != nil {
 		t.Fatalf("with LEVEE_NODE_ADVERTISE: %v", err)
 	}

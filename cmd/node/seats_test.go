@@ -107,6 +107,7 @@ func TestRecoverCommand(t *testing.T) {
 	dir := t.TempDir()
 	raftAddr := freeAddr(t)
 	yaml := strings.Replace(validYAML, "  http: 127.0.0.1:7001", fmt.Sprintf("  http: 127.0.0.1:0\n  raft: %s\n  data_dir: %s", raftAddr, dir), 1)
+	yaml = strings.Replace(yaml, "routes:", "cluster:\n  secret: a-secret-for-the-recover-test\nroutes:", 1)
 	path := writeConfig(t, yaml)
 
 	stop := runNode(t, path)

@@ -154,7 +154,7 @@ func TestLocalBackend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	b, err := NewLocal(Config{Nodes: 3, Dir: t.TempDir(), Bin: levee, Demo: demo,
-		Secret: "chaos-test-secret", Admin: "chaos-admin", Log: testLogger(t)}, DefaultRoutes())
+		Secret: "chaos-test-secret", Admin: "chaos-admin-token-1", Log: testLogger(t)}, DefaultRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestDockerBackend(t *testing.T) {
 	compose, _ := filepath.Abs("../../docker-compose.yml")
 	dir := t.TempDir()
 	b, err := NewDocker(Config{Nodes: 3, Dir: dir, Compose: compose,
-		Secret: "chaos-test-secret", Admin: "chaos-admin", Log: testLogger(t)}, DefaultRoutes())
+		Secret: "chaos-test-secret", Admin: "chaos-admin-token-1", Log: testLogger(t)}, DefaultRoutes())
 	if err != nil {
 		t.Fatal(err)
 	}

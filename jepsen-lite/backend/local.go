@@ -60,6 +60,9 @@ func NewLocal(cfg Config, routes Routes) (*Local, error) {
 	return l, nil
 }
 
+// minCredentialLen is levee's shortest cluster.secret and admin_token.
+const minCredentialLen = 16
+
 // checkConfig validates the fields a backend needs; binaries only for the
 // local backend.
 func checkConfig(cfg Config, local bool) error {
@@ -70,8 +73,13 @@ func checkConfig(cfg Config, local bool) error {
 	if cfg.Dir == "" {
 		errs = append(errs, errors.New("backend: Dir is required"))
 	}
-	if cfg.Secret != "" && len(cfg.Secret) < 12 {
-		errs = append(errs, errors.New("backend: Secret must be at least 12 characters"))
+	// levee refuses a clustered node without cluster.secret, or with one
+	// (or an admin token) shorter than 16 characters.
+	if len(cfg.Secret) < minCredentialLen {
+		errs = append(errs, fmt.Errorf("backend: Secret is required, at least %d characters", minCredentialLen))
+	}
+	if cfg.Admin != "" && len(cfg.Admin) < minCredentialLen {
+		errs = append(errs, fmt.Errorf("backend: Admin must be at least %d characters", minCredentialLen))
 	}
 	if local {
 		for _, b := range []struct{ field, path string }{{"Bin", cfg.Bin}, {"Demo", cfg.Demo}} {

@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func testConfig(nodes int) Config {
-	return Config{Nodes: nodes, Dir: "/tmp/x", Secret: "chaos-secret-123456", Admin: "chaos-admin"}
+	return Config{Nodes: nodes, Dir: "/tmp/x", Secret: "chaos-secret-123456", Admin: "chaos-admin-token-1"}
 }
 
 func TestLocalNodeYAMLValidates(t *testing.T) {
@@ -254,6 +254,8 @@ func TestCheckConfig(t *testing.T) {
 		{"no nodes", func(c *Config) { c.Nodes = 0 }, false, false},
 		{"no dir", func(c *Config) { c.Dir = "" }, false, false},
 		{"short secret", func(c *Config) { c.Secret = "short" }, false, false},
+		{"no secret", func(c *Config) { c.Secret = "" }, false, false},
+		{"short admin token", func(c *Config) { c.Admin = "admin" }, false, false},
 		{"local without binaries", func(c *Config) { c.Bin = "/nonexistent/levee" }, true, false},
 	}
 	for _, tc := range cases {
