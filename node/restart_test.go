@@ -3,6 +3,8 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -32,17 +34,34 @@ func restartRaft(i int, o *Options) {
 // as processes with a config file do.
 func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 	t.Helper()
-	c := newTestClusterWith(t, n, restartRaft, edits...)
-	for i := range n {
-		c.pinAddrs(i)
+	pin := func(_ int, cfg *config.Config) {
+		cfg.Node.HTTP, cfg.Node.Gossip, cfg.Node.Raft = lowAddr(t), lowAddr(t), lowAddr(t)
 	}
-	return c
+	return newTestClusterWith(t, n, restartRaft, append([]clusterOpt{pin}, edits...)...)
 }
 
-// pinAddrs makes node i's next start bind the addresses it holds now.
-func (c *testCluster) pinAddrs(i int) {
-	n, cfg := c.nodes[i], c.cfgs[i]
-	cfg.Node.HTTP, cfg.Node.Gossip, cfg.Node.Raft = n.HTTPAddr(), n.cluster.ml.Load().GossipAddr(), n.raft.node.Addr()
+// lowAddr is a free 127.0.0.1 address below the kernel's ephemeral range
+// (32768 and up here), TCP and UDP, for nodes that must come back on the
+// addresses they had: a port picked with :0 and freed by a stop can be
+// handed to another test running in parallel before the restart binds it.
+func lowAddr(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		ln.Close()
+		if err != nil {
+			continue
+		}
+		pc.Close()
+		return addr
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // startAll starts every stopped node at once, each joining every other
@@ -164,6 +183,7 @@ func TestWholeClusterRestartKeepsEveryVoter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := newRestartCluster(t, tc.nodes)
 			want := c.names()
 			c.waitAgreedVoters(restartBound, want)
