@@ -24,11 +24,8 @@ run: dotenv
 vet:
 	$(GO) vet ./...
 
-# -parallel 4: only node's cluster tests are parallel, and they mostly wait
-# on timers (gossip, elections), not the CPU; four at a time halves the
-# package's wall time on 2 cores and still passes beside a second make test.
 unit:
-	$(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
 
 test: vet unit
 

@@ -40,6 +40,10 @@ func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 	return newTestClusterWith(t, n, restartRaft, append([]clusterOpt{pin}, edits...)...)
 }
 
+// lowPorts are the ports lowAddr handed out in this process, never handed
+// out twice.
+var lowPorts sync.Map
+
 // lowAddr is a free 127.0.0.1 address below the kernel's ephemeral range
 // (32768 and up here), TCP and UDP, for nodes that must come back on the
 // addresses they had: a port picked with :0 and freed by a stop can be
@@ -47,7 +51,11 @@ func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 func lowAddr(t *testing.T) string {
 	t.Helper()
 	for range 100 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		port := 20000 + rand.IntN(12000)
+		if _, taken := lowPorts.LoadOrStore(port, true); taken {
+			continue // handed out already: its node may not have bound it yet
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
@@ -155,9 +163,22 @@ func (c *testCluster) names() []string {
 // forceOpen commits a forced-open breaker through node i's admin API.
 func (c *testCluster) forceOpen(i int) {
 	c.t.Helper()
-	if st := c.adminCall(http.MethodPost, i, "/-/breakers/comments/open"); st != http.StatusOK {
+	if st := c.retryUnavailable(http.MethodPost, i, "/-/breakers/comments/open"); st != http.StatusOK {
 		c.t.Fatalf("force open via node %d: %d", i, st)
 	}
+}
+
+// retryUnavailable makes an admin call until it answers anything but 503
+// (no leader for the moment, as in an election on a loaded machine: the
+// API says to retry), within restartBound.
+func (c *testCluster) retryUnavailable(method string, i int, path string) int {
+	c.t.Helper()
+	var st int
+	c.waitFor(restartBound, method+" "+path+" answered", func() bool {
+		st = c.adminCall(method, i, path)
+		return st != http.StatusServiceUnavailable
+	})
+	return st
 }
 
 // restartBound is how long a restarted cluster may take to agree on a
@@ -243,7 +264,7 @@ func TestLeaveAndRemoveAreExplicit(t *testing.T) {
 	if st := c.adminCall(http.MethodDelete, 0, "/-/cluster/members/n4"); st != http.StatusConflict {
 		t.Fatalf("removing an alive member: %d, want 409", st)
 	}
-	if st := c.adminCall(http.MethodPost, 3, "/-/leave"); st != http.StatusOK {
+	if st := c.retryUnavailable(http.MethodPost, 3, "/-/leave"); st != http.StatusOK {
 		t.Fatalf("POST /-/leave on n4: %d", st)
 	}
 	select {
@@ -268,7 +289,7 @@ func TestLeaveAndRemoveAreExplicit(t *testing.T) {
 		m, ok := c.nodes[1].cluster.member("n3")
 		return ok && m.State == cluster.Dead
 	})
-	if st := c.adminCall(http.MethodDelete, 1, "/-/cluster/members/n3"); st != http.StatusOK {
+	if st := c.retryUnavailable(http.MethodDelete, 1, "/-/cluster/members/n3"); st != http.StatusOK {
 		t.Fatalf("removing dead n3 through n2: %d", st)
 	}
 	c.waitAgreedVoters(restartBound, []string{"n1", "n2"})
