@@ -80,6 +80,16 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 		return http.StatusUnauthorized, "unauthorized", 0
 	case errors.Is(err, ErrAdminDisabled):
 		return http.StatusForbidden, "admin endpoints disabled", 0
+	case errors.Is(err, context.Canceled):
+		return 499, "client closed request", 0
+	}
+	return clusterProblem(err)
+}
+
+// clusterProblem maps the errors of the cluster's own machinery: Raft and
+// the seats API.
+func clusterProblem(err error) (status int, title string, retryAfter time.Duration) {
+	switch {
 	case errors.Is(err, consensus.ErrRefused) && malformedProposal(err):
 		return http.StatusBadRequest, "bad request", 0
 	case errors.Is(err, consensus.ErrRefused):
@@ -91,10 +101,11 @@ func problemOf(err error) (status int, title string, retryAfter time.Duration) {
 		return http.StatusServiceUnavailable, "not ready", 0
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "conflict", 0
-	case errors.Is(err, ErrUnavailable):
+	case errors.Is(err, ErrUnavailable), errors.Is(err, consensus.ErrNoLeader), errors.Is(err, consensus.ErrNotLeader),
+		errors.Is(err, consensus.ErrTimeout):
+		// No leader, or a commit that did not finish in time (an election,
+		// a lost quorum): worth retrying; an admin command is idempotent.
 		return http.StatusServiceUnavailable, "cluster unavailable", time.Second
-	case errors.Is(err, context.Canceled):
-		return 499, "client closed request", 0
 	}
 	return http.StatusInternalServerError, "internal error", 0
 }

@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -33,11 +34,31 @@ func (n *Node) CaughtUp() bool {
 	// Both indexes only grow, so reading them apart cannot pass the check
 	// early: an applied index read after commit covers at least that commit.
 	commit := r.CommitIndex()
-	if caughtUp(commit, r.AppliedIndex()) && n.fsmHolds(r, commit) {
+	if caughtUp(commit, r.AppliedIndex()) && n.fsmHolds(r, commit) && n.settled(r, commit) {
 		n.caughtUp.Store(true)
 		return true
 	}
 	return n.unformed()
+}
+
+// settled reports whether commit is the cluster's commit index, not a
+// step on the way to it. A follower's commit index is min(the leader's,
+// its own last log index) (hashicorp/raft appendEntries), so a follower
+// catching up through several AppendEntries batches passes through commit
+// indexes that are fully applied yet older than the cluster's. The leader
+// sends the next batch as soon as the last is answered, so a commit index
+// that has not moved for a heartbeat timeout is the leader's. A leader's
+// own commit index is the cluster's.
+func (n *Node) settled(r *raft.Raft, commit uint64) bool {
+	if r.State() == raft.Leader {
+		return true
+	}
+	now := time.Now().UnixNano()
+	if n.commitSeen.Swap(commit) != commit {
+		n.commitSeenAt.Store(now)
+		return false
+	}
+	return time.Duration(now-n.commitSeenAt.Load()) >= n.cfg.Timings.HeartbeatTimeout
 }
 
 // caughtUp is the predicate on a node's own indexes. commit is 0 until the

@@ -327,7 +327,20 @@ func TestBreakerAdminAndMetricsShowRaftPosition(t *testing.T) {
 	}
 }
 
+// postAdmin POSTs an admin command, again while it answers 503 (no
+// leader, or a commit not done in time, as in an election on a loaded
+// machine: the API says to retry) within ten seconds.
 func postAdmin(t *testing.T, c *testCluster, i int, path, token string) int {
+	t.Helper()
+	var st int
+	c.waitFor(10*time.Second, "POST "+path+" answered", func() bool {
+		st = postAdminOnce(t, c, i, path, token)
+		return st != http.StatusServiceUnavailable
+	})
+	return st
+}
+
+func postAdminOnce(t *testing.T, c *testCluster, i int, path, token string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, c.url(i, path), nil)
 	if token != "" {
