@@ -34,31 +34,35 @@ func (n *Node) CaughtUp() bool {
 	// Both indexes only grow, so reading them apart cannot pass the check
 	// early: an applied index read after commit covers at least that commit.
 	commit := r.CommitIndex()
-	if caughtUp(commit, r.AppliedIndex()) && n.fsmHolds(r, commit) && n.settled(r, commit) {
+	if caughtUp(commit, r.AppliedIndex()) && n.fsmHolds(r, commit) && n.settled(r) {
 		n.caughtUp.Store(true)
 		return true
 	}
 	return n.unformed()
 }
 
-// settled reports whether commit is the cluster's commit index, not a
-// step on the way to it. A follower's commit index is min(the leader's,
-// its own last log index) (hashicorp/raft appendEntries), so a follower
-// catching up through several AppendEntries batches passes through commit
-// indexes that are fully applied yet older than the cluster's. The leader
-// sends the next batch as soon as the last is answered, so a commit index
-// that has not moved for a heartbeat timeout is the leader's. A leader's
-// own commit index is the cluster's.
-func (n *Node) settled(r *raft.Raft, commit uint64) bool {
-	if r.State() == raft.Leader {
+// settled reports whether this node has heard from a leader long enough
+// for its commit index to be the cluster's, not a step on the way to it.
+// A follower's commit index is min(the leader's, its own last log index)
+// (hashicorp/raft appendEntries), so a follower catching up through
+// several AppendEntries batches passes through commit indexes that are
+// fully applied yet older than the cluster's. The leader sends the next
+// batch as soon as the last is answered, so a heartbeat timeout after a
+// leader first became known, the log that leader had then has arrived;
+// from then on a fully applied commit index is the cluster's (one that
+// keeps moving under steady writes does not hold the latch back). A
+// leader's own commit index is the cluster's.
+//
+// Only a restarted node waits: its state machine holds an old state that
+// must not pass for the cluster's. A fresh node starts empty, and its
+// guard decides while it is not caught up, as before.
+func (n *Node) settled(r *raft.Raft) bool {
+	if r.State() == raft.Leader || !n.restarted.Load() {
 		return true
 	}
 	now := time.Now().UnixNano()
-	if n.commitSeen.Swap(commit) != commit {
-		n.commitSeenAt.Store(now)
-		return false
-	}
-	return time.Duration(now-n.commitSeenAt.Load()) >= n.cfg.Timings.HeartbeatTimeout
+	n.leaderKnownAt.CompareAndSwap(0, now) // a leader known before watchLeader saw it
+	return time.Duration(now-n.leaderKnownAt.Load()) >= n.cfg.Timings.HeartbeatTimeout
 }
 
 // caughtUp is the predicate on a node's own indexes. commit is 0 until the

@@ -53,20 +53,19 @@ type Node struct {
 	observer     *raft.Observer
 	observations chan raft.Observation
 
-	hadState     atomic.Bool   // state found on disk at Start, or bootstrapped since
-	restarted    atomic.Bool   // state found on disk at Start
-	caughtUp     atomic.Bool   // latched by CaughtUp, see catchup.go
-	commitSeen   atomic.Uint64 // the commit index CaughtUp last saw (settled)
-	commitSeenAt atomic.Int64  // UnixNano when it first saw it
-	leaderSince  atomic.Int64  // UnixNano when this node became leader; 0 when not leader
-	reconcileReq chan struct{}
-	nudgeReq     chan struct{}   // see nudge.go
-	goMu         sync.Mutex      // orders cancel against wg.Add in goTracked
-	ctx          context.Context // cancelled by Close; owns every goroutine
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup
-	closeOnce    sync.Once
-	closeErr     error
+	hadState      atomic.Bool  // state found on disk at Start, or bootstrapped since
+	restarted     atomic.Bool  // state found on disk at Start
+	caughtUp      atomic.Bool  // latched by CaughtUp, see catchup.go
+	leaderKnownAt atomic.Int64 // UnixNano when a leader was first known since Start (settled)
+	leaderSince   atomic.Int64 // UnixNano when this node became leader; 0 when not leader
+	reconcileReq  chan struct{}
+	nudgeReq      chan struct{}   // see nudge.go
+	goMu          sync.Mutex      // orders cancel against wg.Add in goTracked
+	ctx           context.Context // cancelled by Close; owns every goroutine
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // New validates cfg and returns an unstarted Node. It does no I/O.

@@ -194,6 +194,9 @@ func (n *Node) watchLeader() {
 			n.leaderSince.Store(0)
 		}
 		lastLeader, lastID = isLeader, string(id)
+		if lastID != "" {
+			n.leaderKnownAt.CompareAndSwap(0, time.Now().UnixNano()) // see settled
+		}
 		n.stats.leaderChanges.Add(1)
 		n.log.Info("leadership changed", "is_leader", isLeader, "leader", lastID)
 		if n.cfg.OnLeaderChange != nil {
