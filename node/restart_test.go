@@ -44,14 +44,36 @@ func newRestartCluster(t *testing.T, n int, edits ...clusterOpt) *testCluster {
 // out twice.
 var lowPorts sync.Map
 
+// lowRange is this process's share of the ports below the ephemeral range:
+// a second `go test` of this package running at the same time (a second
+// make test beside this one) claims another slot, so neither can take a
+// port the other's stopped node is about to bind again. A slot is claimed
+// by holding a listener on its lock port for the life of the process.
+var lowRange = sync.OnceValues(func() (int, error) {
+	const slots, lockBase, base, size = 10, 19980, 20000, 1200
+	for s := range slots {
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lockBase+s)); err == nil {
+			lowRangeLock = ln // held until the process exits
+			return base + s*size, nil
+		}
+	}
+	return 0, fmt.Errorf("all %d low port slots are held by other test processes", slots)
+})
+
+var lowRangeLock net.Listener
+
 // lowAddr is a free 127.0.0.1 address below the kernel's ephemeral range
 // (32768 and up here), TCP and UDP, for nodes that must come back on the
 // addresses they had: a port picked with :0 and freed by a stop can be
 // handed to another test running in parallel before the restart binds it.
 func lowAddr(t *testing.T) string {
 	t.Helper()
+	base, err := lowRange()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 100 {
-		port := 20000 + rand.IntN(12000)
+		port := base + rand.IntN(1200)
 		if _, taken := lowPorts.LoadOrStore(port, true); taken {
 			continue // handed out already: its node may not have bound it yet
 		}
@@ -68,7 +90,7 @@ func lowAddr(t *testing.T) string {
 		pc.Close()
 		return addr
 	}
-	t.Fatal("no free port below the ephemeral range")
+	t.Fatal("no free port in this process's low range")
 	return ""
 }
 
