@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -56,6 +57,25 @@ func New(cfg Config) (*Identity, error) {
 		return nil, err
 	}
 	return id, nil
+}
+
+// FromSecrets is the identity of node name in the cluster of secret,
+// accepting also the nodes of trusted (older or newer secrets during a
+// rotation).
+func FromSecrets(name, secret string, trusted []string) (*Identity, error) {
+	issuer, err := Derive(secret)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Name: name, Issuer: issuer}
+	for _, s := range trusted {
+		a, err := Derive(s)
+		if err != nil {
+			return nil, fmt.Errorf("trusted secret: %w", err)
+		}
+		cfg.Trusted = append(cfg.Trusted, a)
+	}
+	return New(cfg)
 }
 
 // certificate returns the current certificate, issuing a new one when the

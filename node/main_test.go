@@ -78,6 +78,13 @@ func start(t *testing.T, edit func(*config.Config)) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
+	return startOn(t, up, upSrv, cfg)
+}
+
+// startOn starts a node with cfg in front of up (served by upSrv) and
+// closes all three at cleanup.
+func startOn(t *testing.T, up *demoupstream.Server, upSrv *httptest.Server, cfg *config.Config) *harness {
+	t.Helper()
 	clock := newFakeClock()
 	n, err := New(cfg, Options{Logger: testLogger(t), Now: clock.Now})
 	if err != nil {

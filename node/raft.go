@@ -163,21 +163,9 @@ func raftTLS(cfg *config.Config) (*consensus.TLS, error) {
 	if cfg.Cluster.Secret == "" {
 		return nil, nil
 	}
-	issuer, err := clustertls.Derive(cfg.Cluster.Secret)
+	id, err := clustertls.FromSecrets(cfg.Node.Name, cfg.Cluster.Secret, cfg.Cluster.TrustedSecrets)
 	if err != nil {
-		return nil, err
-	}
-	var trusted []*clustertls.Authority
-	for _, s := range cfg.Cluster.TrustedSecrets {
-		a, err := clustertls.Derive(s)
-		if err != nil {
-			return nil, fmt.Errorf("cluster.trusted_secrets: %w", err)
-		}
-		trusted = append(trusted, a)
-	}
-	id, err := clustertls.New(clustertls.Config{Name: cfg.Node.Name, Issuer: issuer, Trusted: trusted})
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster.secret / cluster.trusted_secrets: %w", err)
 	}
 	return &consensus.TLS{Server: id.ServerConfig(), Client: id.ClientConfig()}, nil
 }

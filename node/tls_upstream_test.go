@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"encoding/pem"
 	"io"
 	"log"
@@ -35,26 +34,7 @@ func startTLS(t *testing.T, edit func(cfg *config.Config, caFile string)) *harne
 	}
 	cfg := testConfig(t, upSrv.URL)
 	edit(cfg, caFile)
-	clock := newFakeClock()
-	n, err := New(cfg, Options{Logger: testLogger(t), Now: clock.Now})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	tr := &http.Transport{}
-	h := &harness{t: t, clock: clock, up: up, node: n, base: "http://" + n.HTTPAddr(),
-		client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		if err := n.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		up.Close()
-		upSrv.Close()
-	})
-	return h
+	return startOn(t, up, upSrv, cfg)
 }
 
 // TestHTTPSUpstreamWithPrivateCA: a route whose tls.ca_file names the
