@@ -110,3 +110,26 @@ func (m *Membership) GossipAddr() string {
 	defer m.mu.Unlock()
 	return m.gossip
 }
+
+// Advertise sets the API and Raft addresses gossiped in this node's
+// metadata, replacing MembershipConfig's HTTPAddr and RaftAddr: a node
+// learns its bound ports only once it listens, after building its parts.
+// It must be called before Start; afterwards it returns
+// ErrMembershipStarted. The addresses are checked as NewMembership checks
+// the config's.
+func (m *Membership) Advertise(httpAddr, raftAddr string) error {
+	m.lifeMu.Lock()
+	defer m.lifeMu.Unlock()
+	if m.started || m.closed {
+		return ErrMembershipStarted
+	}
+	next := m.cfg
+	next.HTTPAddr, next.RaftAddr = httpAddr, raftAddr
+	if err := next.validateAddrs(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.cfg.HTTPAddr, m.cfg.RaftAddr = httpAddr, raftAddr
+	m.mu.Unlock()
+	return nil
+}

@@ -33,7 +33,7 @@ func addNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Options))
 // flag of every alive member.
 func bootstrapFlags(c *testCluster, i int) map[string]bool {
 	flags := map[string]bool{}
-	for _, m := range c.nodes[i].cluster.ml.Load().Members() {
+	for _, m := range c.nodes[i].cluster.ml.Members() {
 		if m.State == cluster.Alive {
 			flags[m.Name] = m.Bootstrapped
 		}
@@ -68,7 +68,7 @@ func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	}
 
 	a0 := addNamedNode(c, "a0", net.opts)
-	rc := c.nodes[a0].raft.node
+	rc := c.nodes[a0].raft.Node
 	c.waitFor(10*time.Second, "a0 to see the founders bootstrapped", func() bool {
 		return maps.Equal(bootstrapFlags(c, a0), map[string]bool{"a0": false, "n1": true, "n2": true, "n3": true})
 	})
@@ -84,7 +84,7 @@ func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	c.waitFor(15*time.Second, "a0 to be a voter of the founders' cluster", func() bool {
 		st := rc.State()
 		for _, i := range c.running() {
-			other := c.nodes[i].raft.node.State()
+			other := c.nodes[i].raft.Node.State()
 			if !slices.Equal(other.Voters, want) || other.LeaderID != st.LeaderID || other.Term != st.Term {
 				return false
 			}
@@ -93,7 +93,7 @@ func TestFreshNodeJoinsFormedClusterWithoutBootstrapping(t *testing.T) {
 	})
 	bootstraps := uint64(0)
 	for _, i := range c.running() {
-		bootstraps += c.nodes[i].raft.node.Stats().Bootstraps
+		bootstraps += c.nodes[i].raft.Node.Stats().Bootstraps
 	}
 	if s := rc.Stats(); s.Bootstraps != 0 || bootstraps != 1 {
 		t.Fatalf("a0 stats %+v; %d bootstraps in all, want 0 on a0 and 1 in all", s, bootstraps)

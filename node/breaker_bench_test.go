@@ -46,7 +46,7 @@ func BenchmarkTripPropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	nodes := c.nodes
-	admin := &breaker.Admin{Node: nodes[0].Name(), Table: nodes[0].table, Proposer: nodes[0].raft.proposer,
+	admin := &breaker.Admin{Node: nodes[0].Name(), Table: nodes[0].table, Proposer: nodes[0].raft.Proposer,
 		OpenFor: func(string) (time.Duration, error) { return time.Minute, nil }}
 	fail := func(id int) {
 		if _, err := c.tryGet(0, routePath(id), "X-Tenant", "acme"); err != nil {

@@ -52,7 +52,7 @@ func tripVia(t *testing.T, c *testCluster, i, from int) {
 func leaderChanges(c *testCluster) uint64 {
 	var sum uint64
 	for _, i := range c.running() {
-		sum += c.nodes[i].raft.node.Stats().LeaderChanges
+		sum += c.nodes[i].raft.Node.Stats().LeaderChanges
 	}
 	return sum
 }
@@ -76,7 +76,7 @@ func startProbeCheck(c *testCluster) probeCheck {
 func fallbacks(c *testCluster) uint64 {
 	var n uint64
 	for _, i := range c.running() {
-		n += c.nodes[i].raft.breaker.Fallbacks()
+		n += c.nodes[i].raft.Breaker.Fallbacks()
 	}
 	return n
 }
@@ -201,7 +201,7 @@ func TestOpenBreakerSurvivesLeaderDeath(t *testing.T) {
 	c.crash(old)
 	c.waitFor(10*time.Second, "a new leader", func() bool {
 		for _, i := range c.running() {
-			if l := c.nodes[i].raft.node.State().LeaderID; l == "" || l == oldName {
+			if l := c.nodes[i].raft.Node.State().LeaderID; l == "" || l == oldName {
 				return false
 			}
 		}
@@ -251,12 +251,12 @@ func TestOutageCostsFewLogEntries(t *testing.T) {
 	t.Parallel()
 	c := newTestClusterWith(t, 3, burstRaft, breakerEdit(20*time.Second, 1))
 	waitAgreed(c)
-	before := c.nodes[0].raft.node.State().LastIndex
+	before := c.nodes[0].raft.Node.State().LastIndex
 	setDown(t, c)
 	counts := burst(c, 300, 1000)
 	waitAllState(c, breaker.Open)
 	waitAgreed(c)
-	cost := c.nodes[0].raft.node.State().LastIndex - before
+	cost := c.nodes[0].raft.Node.State().LastIndex - before
 	t.Logf("outage: %d log entries for 300 concurrent failing requests (statuses %v, %d upstream calls)",
 		cost, counts, c.up.Total())
 	if cost >= 30 {
@@ -291,7 +291,7 @@ func TestBreakerAdminAndMetricsShowRaftPosition(t *testing.T) {
 	waitAgreed(c)
 	for _, i := range c.running() {
 		bv := getBreakers(t, c, i)
-		st := c.nodes[i].raft.node.State()
+		st := c.nodes[i].raft.Node.State()
 		switch {
 		case bv.State != "open" || !bv.Forced:
 			t.Fatalf("node %d: %+v, want forced open", i, bv)

@@ -64,11 +64,11 @@ func waitAgreed(c *testCluster) []breaker.View {
 	c.waitFor(15*time.Second, "every node's FSM equal", func() bool {
 		live := c.running()
 		first := c.nodes[live[0]]
-		idx := first.raft.node.State().AppliedIndex
+		idx := first.raft.Node.State().AppliedIndex
 		views = first.table.Views()
 		for _, i := range live[1:] {
 			n := c.nodes[i]
-			if n.raft.node.State().AppliedIndex != idx || !reflect.DeepEqual(n.table.Views(), views) {
+			if n.raft.Node.State().AppliedIndex != idx || !reflect.DeepEqual(n.table.Views(), views) {
 				return false
 			}
 		}
@@ -93,7 +93,7 @@ func grants(c *testCluster, i int) float64 {
 func leaderIndex(c *testCluster) int {
 	c.t.Helper()
 	for _, i := range c.running() {
-		if c.nodes[i].raft.node.IsLeader() {
+		if c.nodes[i].raft.Node.IsLeader() {
 			return i
 		}
 	}

@@ -78,10 +78,10 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 	// A follower learns the commit index a moment after it learns the
 	// leader; cut off before that, it would hold every route to one probe
 	// (catching up, see breaker.Replicated.authority) instead of its guard alone.
-	c.waitFor(10*time.Second, "the node to catch up", c.nodes[k].raft.node.CaughtUp)
+	c.waitFor(10*time.Second, "the node to catch up", c.nodes[k].raft.Node.CaughtUp)
 	net.isolate(k)
 	c.waitFor(10*time.Second, "the isolated node to lose its quorum", func() bool {
-		return !c.nodes[k].raft.node.Healthy() && c.nodes[major].raft.node.Healthy()
+		return !c.nodes[k].raft.Node.Healthy() && c.nodes[major].raft.Node.Healthy()
 	})
 
 	setDown(t, c)
@@ -103,7 +103,7 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 		t.Fatalf("isolated node's committed state %s changed without a quorum", st)
 	}
 	net.heal()
-	c.waitFor(10*time.Second, "the isolated node to rejoin", func() bool { return c.nodes[k].raft.node.Healthy() })
+	c.waitFor(10*time.Second, "the isolated node to rejoin", func() bool { return c.nodes[k].raft.Node.Healthy() })
 	views := waitAgreed(c)
 	if len(views) != 1 || views[0].State != breaker.Open {
 		t.Fatalf("after heal: %+v, want the committed open state everywhere", views)
@@ -158,7 +158,7 @@ func TestBreakerStateSurvivesSnapshotAndRestart(t *testing.T) {
 		t.Fatalf("final open: %d", got)
 	}
 	c.startWith(f, diskRaft)
-	if !c.nodes[f].raft.node.HasState() {
+	if !c.nodes[f].raft.Node.HasState() {
 		t.Fatal("restarted node found no Raft state on disk")
 	}
 	views := waitAgreed(c)

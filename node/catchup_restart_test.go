@@ -101,7 +101,7 @@ func TestCatchupRestartedNodeHoldsOpen(t *testing.T) {
 			calls := c.up.Total()
 			sendVia(t, c, f, keysOwnedBy(c, f, 5000, 8), tc.concurrent)
 			got := c.up.Total() - calls
-			t.Logf("restarted node: %d upstream calls for 8 requests; caught up %v", got, c.nodes[f].raft.node.CaughtUp())
+			t.Logf("restarted node: %d upstream calls for 8 requests; caught up %v", got, c.nodes[f].raft.Node.CaughtUp())
 			if got > tc.wantCalls || tc.cutOff && got != tc.wantCalls {
 				t.Fatalf("restarted node made %d upstream calls, want %d", got, tc.wantCalls)
 			}
@@ -111,7 +111,7 @@ func TestCatchupRestartedNodeHoldsOpen(t *testing.T) {
 				}
 				net.heal()
 			}
-			c.waitFor(15*time.Second, "the restarted node to catch up", c.nodes[f].raft.node.CaughtUp)
+			c.waitFor(15*time.Second, "the restarted node to catch up", c.nodes[f].raft.Node.CaughtUp)
 			if views := waitAgreed(c); len(views) != 1 || views[0].State != breaker.Open {
 				t.Fatalf("after catching up: %+v, want the committed open state everywhere", views)
 			}
@@ -170,7 +170,7 @@ func TestCatchupWindowEnds(t *testing.T) {
 	})
 	caughtUp := func() bool {
 		for _, i := range c.running() {
-			if !c.nodes[i].raft.node.CaughtUp() {
+			if !c.nodes[i].raft.Node.CaughtUp() {
 				return false
 			}
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync/atomic"
-	"time"
 
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
@@ -21,60 +19,65 @@ import (
 // part subscribes to membership events itself, in order: ring, then
 // replication, then whoever else start is given (the Raft bridge).
 type clusterPart struct {
-	cfg     *config.Config
+	self    string
+	bind    string // node.gossip
 	log     *slog.Logger
 	timings cluster.Timings
+	ml      *cluster.Membership
 	ring    *ring.Ring
 	client  *peer.Client // shared by replication and Raft forwarding
 	rep     *replica.Replicator
-	ml      atomic.Pointer[cluster.Membership] // set by start
 }
 
 func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, tombs replica.Tombstones, log *slog.Logger) (*clusterPart, error) {
+	ml, err := cluster.NewMembership(membershipConfig(cfg, opts, log))
+	if err != nil {
+		return nil, err
+	}
 	rg, err := ring.New(ring.Config{Partitions: cfg.Cluster.Partitions, ReplicationFactor: ring.DefaultConfig().ReplicationFactor, Load: cfg.Cluster.LoadFactor})
 	if err != nil {
 		return nil, err
 	}
-	c := &clusterPart{cfg: cfg, log: log, timings: opts.Timings.Gossip, ring: rg, client: peer.NewClient(peer.ClientConfig{
+	c := &clusterPart{self: cfg.Node.Name, bind: cfg.Node.Gossip, log: log, timings: opts.Timings.Gossip, ml: ml, ring: rg, client: peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D(), Transport: opts.PeerTransport})}
 	rc := replica.DefaultConfig()
 	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication
 	rc.NearCacheBytes, rc.NearCacheTTL = cfg.Cluster.NearCache.MaxBytes.Int64(), cfg.Cluster.NearCache.TTL.D()
 	rc.HandoffInterval = opts.Timings.Handoff
-	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{c}, c.client
+	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{ml}, c.client
 	rc.Observer, rc.Logger, rc.Now = o, log.With("subsystem", "replica"), opts.Now
 	rc.Tombstones = tombs
 	if c.rep, err = replica.New(rc); err != nil {
 		return nil, err
 	}
+	ml.Subscribe(c.onEvent)
 	return c, nil
 }
 
-// start joins the cluster, advertising the bound API and Raft addresses
-// and, when this node holds Raft state, the bootstrapped flag from the
-// very first gossip. subs get every membership event after the ring and
-// replication have.
-func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string, hasRaftState bool, subs ...func(cluster.Event)) error {
-	cfg := c.cfg
+// membershipConfig is cluster.MembershipConfig from the node's
+// configuration; the API and Raft addresses are advertised at start, once
+// bound.
+func membershipConfig(cfg *config.Config, opts Options, log *slog.Logger) cluster.MembershipConfig {
 	mc := cluster.DefaultMembershipConfig()
 	mc.Name, mc.BindAddr, mc.Join, mc.Secret = cfg.Node.Name, cfg.Node.Gossip, cfg.Node.Join, cfg.Cluster.Secret
-	mc.HTTPAddr, mc.RaftAddr = advertised(cfg.Node.Advertise, httpAddr), raftAddr
 	if cfg.Node.Advertise != "" {
 		_, port, _ := net.SplitHostPort(cfg.Node.Gossip)
 		mc.AdvertiseAddr = net.JoinHostPort(cfg.Node.Advertise, port)
 	}
-	mc.RejoinInterval, mc.Logger, mc.Timings = cfg.Cluster.RejoinInterval.D(), c.log.With("subsystem", "gossip"), c.timings
-	ml, err := cluster.NewMembership(mc)
-	if err != nil {
+	mc.RejoinInterval, mc.Logger, mc.Timings = cfg.Cluster.RejoinInterval.D(), log.With("subsystem", "gossip"), opts.Timings.Gossip
+	return mc
+}
+
+// start joins the cluster, advertising the bound API and Raft addresses
+// and, when this node holds Raft state, the bootstrapped flag from the
+// very first gossip.
+func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string, hasRaftState bool) error {
+	if err := c.ml.Advertise(httpAddr, raftAddr); err != nil {
 		return err
 	}
-	_ = ml.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
-	for _, fn := range append([]func(cluster.Event){c.onEvent}, subs...) {
-		ml.Subscribe(fn)
-	}
-	c.ml.Store(ml)
-	if err := ml.Start(ctx); err != nil {
-		return fmt.Errorf("node: gossip on node.gossip %s: %w", cfg.Node.Gossip, err)
+	_ = c.ml.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
+	if err := c.ml.Start(ctx); err != nil {
+		return fmt.Errorf("node: gossip on node.gossip %s: %w", c.bind, err)
 	}
 	c.rep.Start()
 	return nil
@@ -109,48 +112,23 @@ func advertised(host, bound string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// member is the named member as last known; false before start.
-func (c *clusterPart) member(name string) (cluster.Member, bool) {
-	if ml := c.ml.Load(); ml != nil {
-		return ml.Member(name)
-	}
-	return cluster.Member{}, false
-}
-
-// members is every known member; nil before start.
-func (c *clusterPart) members() []cluster.Member {
-	if ml := c.ml.Load(); ml != nil {
-		return ml.Members()
-	}
-	return nil
-}
-
 // httpAddr is a member's API address, for forwarding to it.
 func (c *clusterPart) httpAddr(name string) (string, bool) {
-	m, ok := c.member(name)
+	m, ok := c.ml.Member(name)
 	return m.HTTPAddr, ok && m.HTTPAddr != ""
 }
 
-// setBootstrapped gossips the "holds Raft state" flag (raftgossip); before
-// start there is nothing to gossip it on, and start advertises it anyway.
-func (c *clusterPart) setBootstrapped(v bool, wait time.Duration) error {
-	if ml := c.ml.Load(); ml != nil {
-		return ml.SetBootstrapped(v, wait)
-	}
-	return nil
-}
-
 // memberAddrs is the member table as replication addresses it.
-type memberAddrs struct{ c *clusterPart }
+type memberAddrs struct{ ml *cluster.Membership }
 
 func (m memberAddrs) Member(name string) (replica.Member, bool) {
-	mb, ok := m.c.member(name)
+	mb, ok := m.ml.Member(name)
 	return replica.Member{Name: mb.Name, Addr: mb.HTTPAddr}, ok
 }
 
 func (m memberAddrs) Live() []replica.Member {
 	var out []replica.Member
-	for _, mb := range m.c.members() {
+	for _, mb := range m.ml.Members() {
 		if mb.State == cluster.Alive {
 			out = append(out, replica.Member{Name: mb.Name, Addr: mb.HTTPAddr})
 		}
@@ -161,7 +139,7 @@ func (m memberAddrs) Live() []replica.Member {
 // ready: the node has joined (it sees itself on the ring).
 func (c *clusterPart) ready() error {
 	for _, m := range c.ring.Members() {
-		if m == c.cfg.Node.Name {
+		if m == c.self {
 			return nil
 		}
 	}
@@ -169,17 +147,13 @@ func (c *clusterPart) ready() error {
 }
 
 func (c *clusterPart) status() []cluster.MemberStatus {
-	return cluster.Statuses(c.members(), c.ring.Shares())
+	return cluster.Statuses(c.ml.Members(), c.ring.Shares())
 }
 
 // leave announces a graceful departure in gossip (peers stop routing to
 // this node; its Raft seat is kept). Calling it twice is harmless.
 func (c *clusterPart) leave() {
-	ml := c.ml.Load()
-	if ml == nil {
-		return
-	}
-	if err := ml.Leave(c.timings.LeaveTimeout); err != nil {
+	if err := c.ml.Leave(c.timings.LeaveTimeout); err != nil && !errors.Is(err, cluster.ErrMembershipNotStarted) {
 		c.log.Warn("gossip leave", "err", err)
 	}
 }
@@ -187,9 +161,7 @@ func (c *clusterPart) leave() {
 // close stops gossip (and event delivery), replication, and the client
 // they shared.
 func (c *clusterPart) close() {
-	if ml := c.ml.Load(); ml != nil {
-		ml.Close()
-	}
+	c.ml.Close()
 	c.rep.Close()
 	c.client.Close()
 }

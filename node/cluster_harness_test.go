@@ -99,7 +99,7 @@ func (c *testCluster) start(i int) {
 	cfg.Node.Join = nil
 	for j, other := range c.nodes {
 		if j != i && other != nil {
-			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.Load().GossipAddr())
+			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
 		}
 	}
 	opts := c.opts
@@ -158,7 +158,7 @@ func (c *testCluster) waitConverged() {
 				return false
 			}
 			if n.raft != nil {
-				l := n.raft.node.State().LeaderID
+				l := n.raft.Node.State().LeaderID
 				if l == "" || leader != "" && l != leader {
 					return false
 				}

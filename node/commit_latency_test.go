@@ -36,16 +36,16 @@ func TestLeaderTimesForwardedCommits(t *testing.T) {
 		leader := leaderIndex(c)
 		follower := (leader + 1) % 3
 		leaderBefore, followerBefore := commitCount(t, c, leader), commitCount(t, c, follower)
-		proposals := c.nodes[leader].raft.node.Stats().Proposals
+		proposals := c.nodes[leader].raft.Node.Stats().Proposals
 		cmd := breaker.Command{V: breaker.CommandVersion, Op: breaker.OpForceClose, Route: testRoute,
 			Node: c.cfgs[follower].Node.Name, At: time.Now().UnixNano()}
-		if _, err := c.nodes[follower].raft.proposer.Propose(t.Context(), cmd); err != nil {
+		if _, err := c.nodes[follower].raft.Proposer.Propose(t.Context(), cmd); err != nil {
 			t.Fatalf("propose on follower: %v", err)
 		}
-		if !c.nodes[leader].raft.node.IsLeader() && attempt < 3 {
+		if !c.nodes[leader].raft.Node.IsLeader() && attempt < 3 {
 			continue // an election under load moved the commit elsewhere
 		}
-		if got := c.nodes[leader].raft.node.Stats().Proposals; got != proposals {
+		if got := c.nodes[leader].raft.Node.Stats().Proposals; got != proposals {
 			t.Fatalf("leader proposed %d commands itself; the test needs it idle", got-proposals)
 		}
 		if got := commitCount(t, c, leader); got != leaderBefore+1 {

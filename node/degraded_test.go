@@ -68,7 +68,7 @@ func (r *raftOnDisk) start() *harness {
 func (r *raftOnDisk) commitAndStop() {
 	r.t.Helper()
 	h := r.start()
-	waitFor(r.t, "leader", h.node.raft.node.IsLeader)
+	waitFor(r.t, "leader", h.node.raft.Node.IsLeader)
 	admin := http.Header{"Authorization": {"Bearer " + adminToken}}
 	for _, action := range []string{"open", "close"} {
 		if a := h.do(http.MethodPost, "/-/breakers/comments/"+action, admin, nil); a.status != http.StatusOK {
@@ -143,7 +143,7 @@ func assertDegraded(t *testing.T, h *harness) {
 	if m := h.get("/metrics", nil); !bytes.Contains(m.body, []byte("\nlevee_raft_degraded 1\n")) {
 		t.Fatal("levee_raft_degraded is not 1")
 	}
-	if h.node.raft.breaker.Guard().View("comments").State != breaker.Closed || h.node.raft.node.Healthy() {
+	if h.node.raft.Breaker.Guard().View("comments").State != breaker.Closed || h.node.raft.Node.Healthy() {
 		t.Fatal("the local guard should decide, closed, on a node that is never healthy")
 	}
 }

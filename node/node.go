@@ -17,10 +17,12 @@ import (
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/replica"
+	"github.com/levee/levee/routecfg"
 	"github.com/levee/levee/store"
 	"github.com/levee/levee/upstream"
 )
@@ -69,7 +71,7 @@ type Node struct {
 	engine   *proxy.Engine
 	api      *api.Server
 	cluster  *clusterPart      // nil on a single node
-	raft     *raftPart         // nil without node.raft
+	raft     *control.Plane    // nil without node.raft
 	persist  *cachefile.Keeper // nil without cache.persist
 	http     *api.Listener     // set by Start
 
@@ -107,7 +109,7 @@ func (n *Node) wire() error {
 	if n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now}); err != nil {
 		return err
 	}
-	rtls, err := routeTLS(n.cfg)
+	rtls, err := routecfg.TLS(n.cfg)
 	if err != nil {
 		return err
 	}
@@ -141,23 +143,20 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	if n.cfg.Node.Raft == "" {
 		local := breaker.NewLocal(n.table)
 		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
-		return gateFunc(b.AllowCall), local, err
-	}
-	d := raftDeps{table: n.table, now: n.opts.Now, log: n.log.With("subsystem", "raft"),
-		onCommit: func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
-		onLeader: n.metrics.LeaderChanges.Inc, onRefused: n.metrics.RejectedCommand, setBootstrapped: func(bool, time.Duration) error { return nil }}
-	if c := n.cluster; c != nil {
-		d.client, d.httpAddr, d.members, d.setBootstrapped = c.client, c.httpAddr, c.members, c.setBootstrapped
+		return proxy.GateFunc(b.AllowCall), local, err
 	}
 	var err error
-	if n.raft, err = newRaftPart(n.cfg, n.opts, d); err != nil {
+	if n.raft, err = n.newControl(); err != nil {
 		return nil, nil, err
 	}
-	return gateFunc(n.raft.breaker.Allow), n.raft.proposer, nil
+	if n.cluster != nil { // after the ring and replication, which subscribed first
+		n.cluster.ml.Subscribe(func(cluster.Event) { n.raft.Gossip.Reconcile() })
+	}
+	return n.raft, n.raft.Proposer, nil
 }
 
 func (n *Node) wireEngine(gate proxy.Gate) error {
-	routes, err := proxyRoutes(n.cfg)
+	routes, err := routecfg.Routes(n.cfg)
 	if err != nil {
 		return err
 	}
@@ -183,10 +182,10 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	}
 	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now}
 	if n.raft != nil {
-		admin = raftBreakers{Admin: admin.(*breaker.Admin), raft: n.raft.node, guard: n.raft.breaker.Guard()}
+		admin = n.raft.Breakers(admin.(*breaker.Admin))
 	}
 	ac := api.Config{
-		Node: n.cfg.Node.Name, Routes: routeInfos(n.cfg), Engine: n.engine,
+		Node: n.cfg.Node.Name, Routes: routecfg.Infos(n.cfg), Engine: n.engine,
 		Breakers: admin, Metrics: n.metrics.Handler(),
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
@@ -219,7 +218,7 @@ func (n *Node) enablePeers() {
 		pc.Endpoints = append(pc.Endpoints, api.PeerEndpoint{Path: peer.PathInvalidate, Serve: n.cluster.rep.ServeInvalidate})
 	}
 	if n.raft != nil {
-		pc.Raft, pc.RaftRemove = n.raft.node, n.raft.node
+		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
 	}
 	n.api.EnablePeers(pc)
 }
@@ -230,8 +229,8 @@ func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
 	}
-	if n.raft != nil && n.raft.node.Damaged() != nil {
-		return errors.New("degraded: " + n.raft.node.Problem())
+	if n.raft != nil && n.raft.Node.Damaged() != nil {
+		return errors.New("degraded: " + n.raft.Node.Problem())
 	}
 	if n.cluster != nil {
 		return n.cluster.ready()
@@ -256,7 +255,7 @@ func (n *Node) status() any {
 		st.Members = []cluster.MemberStatus{{Name: n.cfg.Node.Name, State: "alive", HTTP: n.HTTPAddr(), Share: 1}}
 	}
 	if n.raft != nil {
-		rs := n.raft.node.Status()
+		rs := n.raft.Node.Status()
 		st.Raft = &rs
 	}
 	return st
@@ -272,15 +271,29 @@ func (n *Node) registerGauges() {
 	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
 	if r := n.raft; r != nil {
 		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
-			func() float64 { return boolGauge(r.node.Damaged() != nil) })
+			func() float64 { return boolGauge(r.Node.Damaged() != nil) })
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
-			func() float64 { return float64(r.node.Stats().ApplyErrors) })
+			func() float64 { return float64(r.Node.Stats().ApplyErrors) })
 		n.metrics.CounterFunc("levee_breaker_guard_fallbacks_total", "Calls the local guard breaker decided because a committed breaker proposal failed.",
-			func() float64 { return float64(r.breaker.Fallbacks()) })
+			func() float64 { return float64(r.Breaker.Fallbacks()) })
 		n.metrics.CounterFunc("levee_raft_legacy_entries_total", "Untagged (pre-mux format) Raft log entries applied here.",
-			func() float64 { return float64(r.mux.Stats().LegacyEntries) })
+			func() float64 { return float64(r.Mux.Stats().LegacyEntries) })
 	}
 }
+
+// seats are the explicit ways out of the Raft configuration (api.Seats).
+func (n *Node) seats() control.Seats {
+	s := control.Seats{Self: n.cfg.Node.Name, Raft: n.raft.Node, Logger: n.log,
+		Left: func() { n.leftOnce.Do(func() { close(n.left) }) }}
+	if n.cluster != nil {
+		s.LeaveGossip, s.Member = n.cluster.leave, n.cluster.ml.Member
+	}
+	return s
+}
+
+// Left is closed once the node has given up its Raft seat through
+// POST /-/leave; the process then stops (cmd/node).
+func (n *Node) Left() <-chan struct{} { return n.left }
 
 func (n *Node) onTransition(t breaker.Transition) {
 	n.metrics.BreakerTransition(t.Route, t.From.String(), t.To.String(), int(t.To))
@@ -314,18 +327,18 @@ func (n *Node) startCluster(ctx context.Context) error {
 		if err := n.startRaft(ctx); err != nil {
 			return err
 		}
-		raftAddr, hasState = n.raft.node.Addr(), n.raft.node.HasState()
+		raftAddr, hasState = n.raft.Node.Addr(), n.raft.Node.HasState()
 	}
 	switch {
 	case n.cluster != nil && n.raft != nil:
-		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, hasState, func(cluster.Event) { n.raft.gossip.Reconcile() }); err != nil {
+		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, hasState); err != nil {
 			return err
 		}
-		n.raft.gossip.StartPublishing()
+		n.raft.Gossip.StartPublishing()
 	case n.cluster != nil:
 		return n.cluster.start(ctx, n.HTTPAddr(), "", false)
 	case n.raft != nil: // raft without gossip: a one-voter cluster
-		n.raft.node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
+		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
 }
@@ -338,7 +351,7 @@ func (n *Node) startCluster(ctx context.Context) error {
 // repaired (docs/runbook.md). Any other failure, such as the Raft port
 // being taken, stops Start.
 func (n *Node) startRaft(ctx context.Context) error {
-	err := n.raft.start(ctx)
+	err := n.raft.Start(ctx)
 	switch {
 	case err == nil:
 		return nil
@@ -393,7 +406,7 @@ func (n *Node) Crash() error { return n.close(false) }
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil {
-			n.raft.gossip.StopPublishing() // before gossip changes under it
+			n.raft.Gossip.StopPublishing() // before gossip changes under it
 		}
 		if graceful {
 			n.announceStop()
@@ -404,7 +417,7 @@ func (n *Node) close(graceful bool) error {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
-			n.closeErr = n.raft.node.Close()
+			n.closeErr = n.raft.Node.Close()
 		}
 		if n.cluster != nil {
 			n.cluster.close()
@@ -431,12 +444,12 @@ func (n *Node) announceStop() {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
 	defer cancel()
 	if n.cfg.Node.LeaveOnTerminate {
-		if err := n.raft.node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
+		if err := n.raft.Node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
 			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
 		}
 		return
 	}
-	if err := n.raft.node.StepDown(ctx); err != nil {
+	if err := n.raft.Node.StepDown(ctx); err != nil {
 		n.log.Warn("raft step down", "err", err)
 	}
 }

@@ -187,7 +187,7 @@ func TestClusterWrongSecret(t *testing.T) {
 	cfg := testConfig(t, c.upURL)
 	cfg.Node.Name, cfg.Node.Gossip, cfg.Cluster.Secret = "rogue", "127.0.0.1:0", "some-other-secret"
 	for _, i := range c.running() {
-		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.Load().GossipAddr())
+		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.GossipAddr())
 	}
 	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Timings: fastTimings()})
 	if err != nil {
@@ -208,7 +208,7 @@ func TestClusterWrongSecret(t *testing.T) {
 			if got := n.cluster.ring.Members(); len(got) != 3 {
 				t.Fatalf("node %d ring = %v, want the 3 cluster nodes only", i, got)
 			}
-			for _, m := range n.cluster.ml.Load().Members() {
+			for _, m := range n.cluster.ml.Members() {
 				if m.Name == "rogue" {
 					t.Fatalf("node %d sees the rogue node as %s", i, m.State)
 				}

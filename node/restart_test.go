@@ -162,7 +162,7 @@ func (c *testCluster) waitAgreedVoters(bound time.Duration, want []string) time.
 	c.waitFor(bound, "one leader and voters "+strings.Join(want, ","), func() bool {
 		leader := ""
 		for _, i := range c.running() {
-			st := c.nodes[i].raft.node.State()
+			st := c.nodes[i].raft.Node.State()
 			if st.LeaderID == "" || leader != "" && st.LeaderID != leader || !slices.Equal(st.Voters, want) {
 				return false
 			}
@@ -240,7 +240,7 @@ func TestWholeClusterRestartKeepsEveryVoter(t *testing.T) {
 				for _, i := range c.running() {
 					c.waitFor(restartBound, "forced-open breaker after the restart", func() bool {
 						v := c.nodes[i].table.View("comments")
-						return v.Forced && c.nodes[i].raft.node.CaughtUp()
+						return v.Forced && c.nodes[i].raft.Node.CaughtUp()
 					})
 				}
 				t.Logf("round %d: leader and %d voters agreed after %v", round+1, len(want), took)
@@ -267,9 +267,9 @@ func TestRestartWithLostDataDirRejoins(t *testing.T) {
 	c.waitAgreedVoters(restartBound, want)
 	lost := c.nodes[2]
 	c.waitFor(restartBound, "the lost node catches up", func() bool {
-		return lost.raft.node.CaughtUp() && lost.table.View("comments").Forced
+		return lost.raft.Node.CaughtUp() && lost.table.View("comments").Forced
 	})
-	if b := lost.raft.node.Stats().Bootstraps; b != 0 {
+	if b := lost.raft.Node.Stats().Bootstraps; b != 0 {
 		t.Fatalf("the node with a lost data dir bootstrapped %d clusters", b)
 	}
 }
@@ -299,7 +299,7 @@ func TestLeaveAndRemoveAreExplicit(t *testing.T) {
 	// The leader, which saw n4 leave gossip before its seat went, never
 	// adds it back: three more reconcile passes change nothing.
 	for _, i := range c.running() {
-		if rn := c.nodes[i].raft.node; rn.IsLeader() {
+		if rn := c.nodes[i].raft.Node; rn.IsLeader() {
 			from := rn.Stats().Reconciles
 			c.waitFor(restartBound, "three reconcile passes", func() bool { return rn.Stats().Reconciles >= from+3 })
 		}
@@ -308,7 +308,7 @@ func TestLeaveAndRemoveAreExplicit(t *testing.T) {
 
 	c.crash(2)
 	c.waitFor(restartBound, "n3 dead in n2's gossip", func() bool {
-		m, ok := c.nodes[1].cluster.member("n3")
+		m, ok := c.nodes[1].cluster.ml.Member("n3")
 		return ok && m.State == cluster.Dead
 	})
 	if st := c.retryUnavailable(http.MethodDelete, 1, "/-/cluster/members/n3"); st != http.StatusOK {

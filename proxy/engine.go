@@ -29,6 +29,14 @@ type Gate interface {
 	Allow(ctx context.Context, route string, s breaker.Settings) (done func(ctx context.Context, failed bool) error, err error)
 }
 
+// GateFunc adapts a function, such as a breaker's AllowCall, to Gate.
+type GateFunc func(ctx context.Context, route string, s breaker.Settings) (breaker.DoneFunc, error)
+
+// Allow calls g.
+func (g GateFunc) Allow(ctx context.Context, route string, s breaker.Settings) (breaker.DoneFunc, error) {
+	return g(ctx, route, s)
+}
+
 // Observer receives the engine's events, for metrics. Every method must be
 // cheap and safe for concurrent use.
 type Observer interface {

@@ -1,4 +1,10 @@
-package node
+// Package routecfg turns the configured routes (config.Route) into the
+// runtime forms the parts use: the proxy's routes, each route's breaker
+// settings for the leader's command checks, the upstream client's per-route
+// TLS, and the API's route list. It is the one mapping from a route's
+// config keys to those forms, so a key cannot mean one thing to the proxy
+// and another to the breaker.
+package routecfg
 
 import (
 	"fmt"
@@ -11,8 +17,8 @@ import (
 	"github.com/levee/levee/upstream"
 )
 
-// proxyRoute turns a configured route into the engine's runtime form.
-func proxyRoute(r *config.Route) (*proxy.Route, error) {
+// Route turns a configured route into the engine's runtime form.
+func Route(r *config.Route) (*proxy.Route, error) {
 	u, err := upstreamURL(r)
 	if err != nil {
 		return nil, err
@@ -59,16 +65,16 @@ func proxyRoute(r *config.Route) (*proxy.Route, error) {
 func upstreamURL(r *config.Route) (*url.URL, error) {
 	u, err := r.ResolvedUpstream()
 	if err != nil {
-		return nil, fmt.Errorf("node: route %q: %w", r.Name, err)
+		return nil, fmt.Errorf("route %q: %w", r.Name, err)
 	}
 	return u, nil
 }
 
-// routeTLS is the TLS settings of each route with a tls block, by route
+// TLS is the TLS settings of each route with a tls block, by route
 // name, for upstream.Config.RouteTLS; a route without one is left out and
 // shares the default transport. It reads each ca_file, which Validate has
 // checked; one that went bad since is an error naming its route.
-func routeTLS(cfg *config.Config) (map[string]upstream.TLS, error) {
+func TLS(cfg *config.Config) (map[string]upstream.TLS, error) {
 	var out map[string]upstream.TLS
 	for i := range cfg.Routes {
 		r := &cfg.Routes[i]
@@ -77,7 +83,7 @@ func routeTLS(cfg *config.Config) (map[string]upstream.TLS, error) {
 		}
 		pool, err := r.TLS.CertPool()
 		if err != nil {
-			return nil, fmt.Errorf("node: route %q: tls.ca_file: %w", r.Name, err)
+			return nil, fmt.Errorf("route %q: tls.ca_file: %w", r.Name, err)
 		}
 		if out == nil {
 			out = make(map[string]upstream.TLS)
@@ -91,7 +97,8 @@ func policy(b config.Backoff) upstream.Policy {
 	return upstream.Policy{Base: b.Base.D(), Cap: b.Cap.D(), Jitter: b.Jitter}
 }
 
-func routeInfos(cfg *config.Config) []api.RouteInfo {
+// Infos is what the API needs of each route to match requests.
+func Infos(cfg *config.Config) []api.RouteInfo {
 	out := make([]api.RouteInfo, 0, len(cfg.Routes))
 	for i := range cfg.Routes {
 		r := &cfg.Routes[i]
@@ -100,14 +107,33 @@ func routeInfos(cfg *config.Config) []api.RouteInfo {
 	return out
 }
 
-func proxyRoutes(cfg *config.Config) ([]*proxy.Route, error) {
+// Routes is every configured route in the proxy's form, in config order.
+func Routes(cfg *config.Config) ([]*proxy.Route, error) {
 	out := make([]*proxy.Route, 0, len(cfg.Routes))
 	for i := range cfg.Routes {
-		rt, err := proxyRoute(&cfg.Routes[i])
+		rt, err := Route(&cfg.Routes[i])
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, rt)
 	}
 	return out, nil
+}
+
+// BreakerSettings looks up each configured route's breaker settings by
+// name, for the leader's checks of forwarded breaker commands
+// (breaker.StateMachine.Routes).
+func BreakerSettings(cfg *config.Config) (func(string) (breaker.Settings, bool), error) {
+	settings := make(map[string]breaker.Settings, len(cfg.Routes))
+	for i := range cfg.Routes {
+		rt, err := Route(&cfg.Routes[i])
+		if err != nil {
+			return nil, err
+		}
+		settings[rt.Name] = rt.Breaker
+	}
+	return func(name string) (breaker.Settings, bool) {
+		s, ok := settings[name]
+		return s, ok
+	}, nil
 }

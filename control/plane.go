@@ -1,0 +1,151 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/raftgossip"
+)
+
+// Config is what a Plane needs from the rest of the node: its Raft
+// settings, the breaker table the log builds, and narrow functions into
+// gossip and the peer channel. Without gossip (Members nil) the plane is a
+// one-voter cluster that forwards nothing.
+type Config struct {
+	// Node is this node's name. Required.
+	Node string
+	// Consensus configures Raft. Its OnCommit, OnRefused, OnLeaderChange,
+	// Forward and ForwardRemove are set by New.
+	Consensus consensus.Config
+	// Table is the breaker table the log builds. Required.
+	Table *breaker.Table
+	// Routes gives each configured route's breaker settings; a leader
+	// checks forwarded commands against it. Required.
+	Routes func(string) (breaker.Settings, bool)
+	// Now is the clock a leader stamps commands with and the breakers run
+	// on. Default time.Now.
+	Now func() time.Time
+	// ProposeTimeout bounds one breaker proposal: a node that cannot
+	// commit in this time falls back to its local guard instead of holding
+	// requests. Default 2s.
+	ProposeTimeout time.Duration
+	// CatchUpGrace is breaker.ReplicatedConfig.CatchUpGrace. Default 0:
+	// breaker's default.
+	CatchUpGrace time.Duration
+	// PublishPoll is raftgossip.Config.Poll. Default 0: raftgossip's.
+	PublishPoll time.Duration
+	// Peers carries proposals and removals to the leader; LeaderAddr finds
+	// the leader's peer address. Default nil: nothing is forwarded.
+	Peers      *peer.Client
+	LeaderAddr func(name string) (string, bool)
+	// Members is gossip's view and SetBootstrapped gossips "holds Raft
+	// state" (cluster.Membership's). Default nil: no gossip.
+	Members         func() []cluster.Member
+	SetBootstrapped func(bool, time.Duration) error
+	// OnCommit gets each successful proposal's latency; OnLeader is called
+	// on each leader change; OnRefused counts each forwarded command the
+	// leader refused, by reason. Default nil: not observed.
+	OnCommit  func(time.Duration)
+	OnLeader  func()
+	OnRefused func(reason string)
+	// Logger gets Raft's and the breaker's lines. Default: discard.
+	Logger *slog.Logger
+}
+
+// Plane is the running control plane. Its fields are the parts the rest
+// of the node reads; they are set by New and never change.
+type Plane struct {
+	Node     *consensus.Node
+	Mux      *consensus.Mux      // the state machines the log replicates
+	Breaker  *breaker.Replicated // which breaker answers a call
+	Proposer breaker.Proposer    // commits breaker commands (and admin ones)
+	Gossip   *raftgossip.Bridge  // gossip view in, Raft state out
+}
+
+// New builds a Plane; it does no I/O.
+func New(cfg Config) (*Plane, error) {
+	if cfg.Table == nil || cfg.Node == "" {
+		return nil, errors.New("control: Node and Table are required")
+	}
+	cfg = cfg.withDefaults()
+	p := &Plane{}
+	cc := cfg.Consensus
+	if cfg.LeaderAddr != nil {
+		f := peerForward{client: cfg.Peers, addr: cfg.LeaderAddr}
+		cc.Forward, cc.ForwardRemove = f.apply, f.remove
+	}
+	cc.OnCommit = cfg.OnCommit
+	cc.OnRefused = breaker.NewRefusalLog(cfg.Logger, cfg.Now, cfg.OnRefused).Refused
+	cc.OnLeaderChange = func(isLeader bool, leader string) {
+		cfg.OnLeader()
+		cfg.Logger.Info("raft leader", "leader", leader, "self", isLeader)
+		p.Gossip.Formed()
+	}
+	var err error
+	if p.Mux, err = StateMachines(cfg.Table, cfg.Now, cfg.Routes); err != nil {
+		return nil, err
+	}
+	if p.Node, err = consensus.New(cc, p.Mux); err != nil {
+		return nil, err
+	}
+	p.Gossip = raftgossip.New(raftgossip.Config{
+		Members: cfg.Members, Reconcile: p.Node.Reconcile, HasState: p.Node.HasState,
+		SetBootstrapped: cfg.SetBootstrapped, Poll: cfg.PublishPoll, Logger: cfg.Logger,
+	})
+	return p, p.breakers(cfg)
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ProposeTimeout <= 0 {
+		cfg.ProposeTimeout = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OnLeader == nil {
+		cfg.OnLeader = func() {}
+	}
+	if cfg.SetBootstrapped == nil {
+		cfg.SetBootstrapped = func(bool, time.Duration) error { return nil }
+	}
+	return cfg
+}
+
+// breakers builds the committed breaker over the log and the Replicated
+// one that decides, from Raft's health, whether it or a local guard
+// answers a call.
+func (p *Plane) breakers(cfg Config) error {
+	p.Proposer = breaker.LogProposer{Submit: p.Mux.Submitter(TagBreaker, p.Node.Propose), Timeout: cfg.ProposeTimeout}
+	committed, err := breaker.New(breaker.Config{Node: cfg.Node, Proposer: p.Proposer, Reader: cfg.Table, Now: cfg.Now})
+	if err != nil {
+		return err
+	}
+	p.Breaker, err = breaker.NewReplicated(breaker.ReplicatedConfig{
+		Node: cfg.Node, Committed: committed,
+		Healthy: p.Node.Healthy, CaughtUp: p.Node.CaughtUp, Restarted: p.Node.Restarted,
+		CatchUpGrace: cfg.CatchUpGrace, Now: cfg.Now, Logger: cfg.Logger.With("subsystem", "breaker"),
+	})
+	return err
+}
+
+// Start opens the breaker's catch-up grace and starts Raft. A damaged Raft
+// store comes back as consensus.ErrDamaged: the caller may serve on
+// without Raft, the local guard deciding.
+func (p *Plane) Start(ctx context.Context) error {
+	p.Breaker.Start()
+	return p.Node.Start(ctx)
+}
+
+// Allow is the gate the proxy calls (proxy.Gate).
+func (p *Plane) Allow(ctx context.Context, route string, s breaker.Settings) (breaker.DoneFunc, error) {
+	return p.Breaker.Allow(ctx, route, s)
+}
