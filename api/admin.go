@@ -26,9 +26,7 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux.HandleFunc("POST /-/leave", s.leave)
 	mux.HandleFunc("DELETE /-/cluster/members/{name}", s.removeMember)
 	mux.HandleFunc("GET /metrics", s.metrics)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		problem(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
-	})
+	mux.HandleFunc("/", s.notFound)
 	return mux
 }
 
@@ -48,7 +46,9 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			problem(w, r, fmt.Errorf("%w: %v", ErrNotReady, err))
+			// Not logged: a state, not a failed request, which a load
+			// balancer asks about every few seconds; the node logs why.
+			problem(w, r, fmt.Errorf("%w: %w", ErrNotReady, err))
 			return
 		}
 	}
@@ -57,7 +57,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Metrics == nil {
-		problem(w, r, fmt.Errorf("%w: metrics disabled", ErrNotFound))
+		s.writeError(w, r, fmt.Errorf("%w: metrics disabled", ErrNotFound))
 		return
 	}
 	s.cfg.Metrics.ServeHTTP(w, r)
@@ -159,12 +159,12 @@ func (s *Server) addOrigins(out []BreakerView, now time.Time) {
 // admin token.
 func (s *Server) forceBreaker(w http.ResponseWriter, r *http.Request) {
 	if err := s.checkAdmin(r); err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	route, action := r.PathValue("route"), r.PathValue("action")
 	if _, ok := s.routeByName(route); !ok || s.cfg.Breakers == nil {
-		problem(w, r, fmt.Errorf("%w: route %q", ErrNotFound, route))
+		s.writeError(w, r, fmt.Errorf("%w: route %q", ErrNotFound, route))
 		return
 	}
 	var err error
@@ -177,7 +177,7 @@ func (s *Server) forceBreaker(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("%w: action %q (want open or close)", ErrNotFound, action)
 	}
 	if err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"route": route, "action": action, "status": "committed"})
@@ -224,12 +224,12 @@ func (s *Server) owner(w http.ResponseWriter, r *http.Request) {
 	target := r.URL.Query().Get("path")
 	u, err := url.Parse(target)
 	if err != nil || !strings.HasPrefix(target, "/") {
-		problem(w, r, fmt.Errorf("%w: path must be an absolute path, got %q", ErrBadPath, target))
+		s.writeError(w, r, fmt.Errorf("%w: path must be an absolute path, got %q", ErrBadPath, target))
 		return
 	}
 	rt, ok := s.match(u.EscapedPath())
 	if !ok {
-		problem(w, r, fmt.Errorf("%w: %s", ErrNoRoute, u.Path))
+		s.writeError(w, r, fmt.Errorf("%w: %s", ErrNoRoute, u.Path))
 		return
 	}
 	h := http.Header{}
@@ -239,7 +239,7 @@ func (s *Server) owner(w http.ResponseWriter, r *http.Request) {
 	req := &proxy.Request{Route: rt.Name, Method: http.MethodGet, Path: strings.TrimPrefix(u.EscapedPath(), rt.Prefix), RawQuery: u.RawQuery, Header: h}
 	key, err := s.cfg.Engine.RoutingKey(req)
 	if err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	out := map[string]any{"route": rt.Name, "owner": s.cfg.Node, "replicas": []string{}}
@@ -268,11 +268,11 @@ type Seats interface {
 // leave handles POST /-/leave (admin token): `levee leave`.
 func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
 	if err := s.seatsCall(r); err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.cfg.Seats.Leave(r.Context()); err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"node": s.cfg.Node, "status": "left; stopping"})
@@ -281,12 +281,12 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request) {
 // removeMember handles DELETE /-/cluster/members/{name} (admin token).
 func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 	if err := s.seatsCall(r); err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	name := r.PathValue("name")
 	if err := s.cfg.Seats.Remove(r.Context(), name); err != nil {
-		problem(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"node": name, "status": "removed"})

@@ -32,11 +32,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, route string, err error, start time.Time) {
-	status, _, _ := problemOf(err)
-	if status >= 500 {
-		s.cfg.Logger.Warn("request failed", "route", route, "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-	}
-	problem(w, r, err)
+	status := s.writeError(w, r, err, "route", route)
 	s.observe(route, status, "ERROR", start)
 }
 
@@ -116,7 +112,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, fmt.Errorf("%w: > %d bytes", ErrBodyTooLarge, limit)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading body: %v", ErrBadPath, err)
+		// %w: the cause (a network error, naming addresses) is logged,
+		// never shown.
+		return nil, fmt.Errorf("%w: reading body: %w", ErrBadPath, err)
 	}
 	if len(b) == 0 {
 		return nil, nil

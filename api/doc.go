@@ -7,6 +7,14 @@
 // build a proxy.Request → ask Peers who owns its routing key → serve it on
 // this node's proxy.Engine, or forward it to the owner (falling back to
 // serving locally when the owner cannot be reached) → write the answer with
-// X-Cache, Cache-Status and Age. Every error goes through problem(), the one
-// place that maps sentinel errors to HTTP statuses and problem+json bodies.
+// X-Cache, Cache-Status and Age. Every error goes through classify (via
+// problem or Server.writeError), the one place that maps sentinel errors
+// to HTTP statuses and problem+json bodies. A body's detail is Levee's own
+// sentence about the request, or a fixed one per kind of failure; other
+// packages' error text, which names internal addresses, goes to the log
+// only (scrub.go is the last line of defence).
+//
+// The admin endpoints share the app port (Listen) unless
+// Config.AdminSeparate moves them to ListenAdmin's port, leaving the app
+// port only the probes (ports.go).
 package api

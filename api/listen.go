@@ -71,16 +71,31 @@ type Listener struct {
 }
 
 // Listen binds addr (port 0 picks one; Addr tells which) and serves s on it
-// until Shutdown, within lc's bounds.
+// until Shutdown, within lc's bounds: the app port.
 func (s *Server) Listen(addr string, lc ListenConfig) (*Listener, error) {
+	return s.listen(addr, lc, s, "http")
+}
+
+// ListenAdmin binds addr and serves the admin endpoints on it until
+// Shutdown, within lc's bounds: the operators' port (node.admin), to be
+// firewalled apart from the app port. It needs Config.AdminSeparate,
+// without which the app port would serve the same endpoints.
+func (s *Server) ListenAdmin(addr string, lc ListenConfig) (*Listener, error) {
+	if !s.cfg.AdminSeparate {
+		return nil, errors.New("api: ListenAdmin needs Config.AdminSeparate")
+	}
+	return s.listen(addr, lc, s.adminPort, "admin")
+}
+
+func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem string) (*Listener, error) {
 	lc = lc.withDefaults()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	log := s.cfg.Logger.With("subsystem", "http")
+	log := s.cfg.Logger.With("subsystem", subsystem)
 	l := &Listener{ln: ln, log: log, srv: &http.Server{
-		Handler: s,
+		Handler: h,
 		// ReadTimeout covers the headers too (ReadHeaderTimeout unset). It
 		// never cuts a handler short: net/http clears the read deadline
 		// once the body is read.

@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
@@ -24,9 +28,9 @@ type PeerEndpoint struct {
 }
 
 // RaftApplier applies a breaker command a follower handed to this node, the
-// Raft leader. from is the sending node, as the peer call named it under
-// the cluster token. An error wrapping consensus.ErrRefused means the
-// command was checked and refused before anything was appended.
+// Raft leader. from is the sending node, as its certificate names it. An
+// error wrapping consensus.ErrRefused means the command was checked and
+// refused before anything was appended.
 type RaftApplier interface {
 	ApplyFromPeer(ctx context.Context, from string, data []byte) ([]byte, error)
 }
@@ -37,10 +41,13 @@ type RaftRemover interface {
 	RemoveFromPeer(ctx context.Context, id string) error
 }
 
-// PeerConfig enables the node-to-node endpoints.
+// PeerConfig configures the node-to-node endpoints.
 type PeerConfig struct {
-	// Token is peer.Token(cluster.secret); "" accepts every caller.
-	Token string
+	// Sender names the node at the other end of a connection, from its
+	// verified certificate (clustertls.NameOf). A call on a connection it
+	// names no node for is refused with 401 before anything is read.
+	// Required by ServePeers.
+	Sender func(net.Conn) (string, bool)
 	// Endpoints are the messages other packages serve. Default nil: only
 	// forward (and Raft, when set) are mounted; other paths answer 404.
 	Endpoints []PeerEndpoint
@@ -50,11 +57,86 @@ type PeerConfig struct {
 	RaftRemove RaftRemover
 }
 
-// EnablePeers registers the node-to-node endpoints. Call before serving.
-func (s *Server) EnablePeers(pc PeerConfig) {
-	s.admin.Handle("POST "+peer.PathForward, s.peerOnly(pc.Token, s.serveForward))
+// PeerServer serves the node-to-node endpoints on the internal port.
+type PeerServer struct {
+	srv *http.Server
+	wg  sync.WaitGroup
+}
+
+// peerHeaderTimeout bounds reading a peer message's headers; the body is
+// bounded by peer.MaxMessage, and the sender's own timeout
+// (cluster.forward_timeout) bounds the rest.
+const peerHeaderTimeout = 10 * time.Second
+
+// ServePeers serves the node-to-node endpoints on ln until Shutdown. ln is
+// the internal port's peer listener (connmux.KindPeer): every connection
+// on it has passed mutual TLS, and pc.Sender names its node. The app port
+// never serves them: /-/internal/ there is a 404.
+func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
+	ps := &PeerServer{srv: &http.Server{
+		Handler:           s.PeerHandler(pc),
+		ReadHeaderTimeout: peerHeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if nc, ok := c.(namedConn); ok {
+				return peer.WithSender(ctx, nc.name)
+			}
+			return ctx
+		},
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: peerStreams},
+	}}
+	// HTTP/1.1, and HTTP/2 with prior knowledge (peer.ClientConfig.HTTP2).
+	ps.srv.Protocols = new(http.Protocols)
+	ps.srv.Protocols.SetHTTP1(true)
+	ps.srv.Protocols.SetUnencryptedHTTP2(true)
+	ps.wg.Go(func() { _ = ps.srv.Serve(namingListener{Listener: ln, sender: pc.Sender}) })
+	return ps
+}
+
+// peerStreams is how many peer calls one HTTP/2 connection carries at
+// once; a client with more opens another connection.
+const peerStreams = 1000
+
+// namingListener names each connection's node once, from its TLS state,
+// and hides the TLS type from net/http: the handshake is done, and the
+// connection's HTTP/2 is the prior-knowledge kind.
+type namingListener struct {
+	net.Listener
+	sender func(net.Conn) (string, bool)
+}
+
+func (l namingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	name, _ := l.sender(c)
+	return namedConn{Conn: c, name: name}, nil
+}
+
+// namedConn is a connection whose sender is known ("" if none).
+type namedConn struct {
+	net.Conn
+	name string
+}
+
+// Shutdown stops accepting peer messages and waits, until ctx ends, for
+// those being served.
+func (ps *PeerServer) Shutdown(ctx context.Context) {
+	if err := ps.srv.Shutdown(ctx); err != nil {
+		ps.srv.Close()
+	}
+	ps.wg.Wait()
+}
+
+// PeerHandler is the node-to-node endpoints as a handler; the sender of
+// each call is peer.Sender of its context (ServePeers sets it).
+func (s *Server) PeerHandler(pc PeerConfig) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST "+peer.PathForward, s.peerOnly(s.serveForward))
 	for _, ep := range pc.Endpoints {
-		s.admin.Handle("POST "+ep.Path, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+		mux.Handle("POST "+ep.Path, s.peerOnly(func(w http.ResponseWriter, r *http.Request, b []byte) error {
 			reply, err := ep.Serve(r.Context(), b)
 			if err != nil {
 				return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
@@ -63,23 +145,28 @@ func (s *Server) EnablePeers(pc PeerConfig) {
 		}))
 	}
 	if pc.RaftRemove != nil {
-		s.admin.Handle("POST "+peer.PathRaftRemove, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+		mux.Handle("POST "+peer.PathRaftRemove, s.peerOnly(func(w http.ResponseWriter, r *http.Request, b []byte) error {
 			return serveRaftRemove(w, r, b, pc.RaftRemove)
 		}))
 	}
 	if pc.Raft != nil {
-		s.admin.Handle("POST "+peer.PathRaftApply, s.peerOnly(pc.Token, func(w http.ResponseWriter, r *http.Request, b []byte) error {
+		mux.Handle("POST "+peer.PathRaftApply, s.peerOnly(func(w http.ResponseWriter, r *http.Request, b []byte) error {
 			return s.serveRaftApply(w, r, b, pc.Raft)
 		}))
 	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		problem(w, r, fmt.Errorf("%w: %s %s", ErrNotFound, r.Method, r.URL.Path))
+	})
+	return mux
 }
 
-// peerOnly authenticates a peer call and reads its bounded body. Calls
-// without the cluster token are refused with 401 before any decoding.
-func (s *Server) peerOnly(token string, h func(w http.ResponseWriter, r *http.Request, body []byte) error) http.Handler {
+// peerOnly refuses a call from no authenticated node with 401 before
+// reading anything, and reads the bounded body of the others.
+func (s *Server) peerOnly(h func(w http.ResponseWriter, r *http.Request, body []byte) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !peer.Authorized(r, token) {
-			problem(w, r, fmt.Errorf("%w: from %q", ErrPeerRefused, r.Header.Get(peer.HeaderFrom)))
+		from, ok := peer.Sender(r.Context())
+		if !ok {
+			problem(w, r, fmt.Errorf("%w: no verified certificate", ErrPeerRefused))
 			return
 		}
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, peer.MaxMessage))
@@ -88,7 +175,7 @@ func (s *Server) peerOnly(token string, h func(w http.ResponseWriter, r *http.Re
 			return
 		}
 		if err := h(w, r, b); err != nil {
-			s.cfg.Logger.Warn("peer call refused", "path", r.URL.Path, "from", r.Header.Get(peer.HeaderFrom), "err", err)
+			s.cfg.Logger.Warn("peer call refused", "path", r.URL.Path, "from", from, "err", err)
 			problem(w, r, err)
 		}
 	})
@@ -113,7 +200,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 	resp, err := s.cfg.Engine.Serve(r.Context(), req)
 	if err != nil {
 		status, title, retryAfter := problemOf(err)
-		out.Err = &peer.RemoteError{Status: status, Title: title, Detail: err.Error(), RetryAfter: int64(retryAfter)}
+		out.Err = &peer.RemoteError{Status: status, Title: title, Detail: publicDetail(err), RetryAfter: int64(retryAfter)}
 	} else {
 		out.Status, out.Header, out.Body = resp.Status, resp.Header, resp.Body
 		out.Result, out.Age, out.FreshFor = string(resp.Result), int64(resp.Age), int64(resp.FreshFor)
@@ -125,8 +212,8 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 // serveRaftApply applies a follower's entry. Decode bounds m.Data by
 // peer.MaxRaftData, so the leader's own decoding of it (the state
 // machine's command codec, in Stamp) is bounded too. The sender is the
-// X-Levee-From of the authenticated call, which the message's own From
-// must repeat. A proposal the leader refused (a command for
+// node its certificate names, which the message's own From must
+// repeat. A proposal the leader refused (a command for
 // another node, an unknown route, settings out of bounds) is answered with
 // a problem, 403 (400 when malformed), and not logged here: the leader
 // counts it and logs it at most once a minute per sender
@@ -138,7 +225,7 @@ func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte
 	if err := peer.Decode(b, &m); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 	}
-	from := r.Header.Get(peer.HeaderFrom)
+	from, _ := peer.Sender(r.Context())
 	if m.From != from {
 		return fmt.Errorf("%w: proposal from %q sent as %q", ErrBadPeerFrame, m.From, from)
 	}

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/levee/levee/peer"
@@ -35,13 +33,12 @@ func TestPeerMessagesOverTheirDecodedBoundsAreRefusedUnserved(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			eng, raft := &fakeEngine{resp: okResponse()}, &countingApplier{}
 			s := newTestServer(t, eng, nil)
-			s.EnablePeers(PeerConfig{Raft: raft})
+			h := s.PeerHandler(PeerConfig{Raft: raft})
 			body, err := peer.Encode(tc.msg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := httptest.NewRecorder()
-			s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, tc.path, bytes.NewReader(body)))
+			w := peerCall(h, tc.path, body, "n2")
 			checkProblem(t, w.Code, w.Header(), w.Body, http.StatusBadRequest)
 			if len(eng.requests()) != 0 || raft.n != 0 {
 				t.Fatalf("refused message reached the engine (%d) or Raft (%d)", len(eng.requests()), raft.n)

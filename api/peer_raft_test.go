@@ -1,11 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -52,16 +50,15 @@ func raftLeader(t *testing.T) (*consensus.Node, *breaker.Table) {
 }
 
 // TestForgedRaftCommandsAreRefusedAndNeverApplied: over the peer channel,
-// with the cluster token, the leader appends a follower's own failure
+// from an authenticated node, the leader appends a follower's own failure
 // report, but answers a command speaking for another node, naming a route
 // it does not have or holding a route open for a year with 403, garbage
 // with 400, and a message whose sender contradicts its call with 400; none
 // of those reaches the table.
 func TestForgedRaftCommandsAreRefusedAndNeverApplied(t *testing.T) {
-	const secret = "raft-apply-endpoint-secret"
 	n, tbl := raftLeader(t)
 	s := newTestServer(t, &fakeEngine{resp: okResponse()}, nil)
-	s.EnablePeers(PeerConfig{Token: peer.Token(secret), Raft: n})
+	h := s.PeerHandler(PeerConfig{Raft: n})
 	set := breaker.DefaultSettings()
 	failure := func(node, route string, openFor time.Duration) []byte {
 		c := breaker.Command{V: breaker.CommandVersion, Op: breaker.OpFailure, Route: route, Node: node, At: 1,
@@ -74,7 +71,7 @@ func TestForgedRaftCommandsAreRefusedAndNeverApplied(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
-		header      string // X-Levee-From
+		sender      string // as its certificate names it
 		from        string // RaftApply.From
 		data        []byte
 		wantStatus  int
@@ -94,10 +91,7 @@ func TestForgedRaftCommandsAreRefusedAndNeverApplied(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := httptest.NewRequest(http.MethodPost, peer.PathRaftApply, bytes.NewReader(body))
-			r.Header.Set(peer.HeaderAuth, peer.Token(secret))
-			r.Header.Set(peer.HeaderFrom, tc.header)
-			w := serve(t, s, r)
+			w := peerCall(h, peer.PathRaftApply, body, tc.sender)
 			if tc.wantStatus != http.StatusOK {
 				checkProblem(t, w.Code, w.Header(), w.Body, tc.wantStatus)
 			} else {

@@ -12,11 +12,10 @@ import (
 )
 
 // TestPeerEndpointIsAuthenticatedAndMapped: a mounted endpoint gets the
-// body of an authenticated call, its reply is written as msgpack, and its
-// error refuses the message with 400; a call without the cluster token
-// never reaches it.
+// body of a call from an authenticated node, its reply is written as
+// msgpack, and its error refuses the message with 400; a call on a
+// connection that named no node never reaches it.
 func TestPeerEndpointIsAuthenticatedAndMapped(t *testing.T) {
-	const secret = "peer-endpoint-secret"
 	var got [][]byte
 	ep := PeerEndpoint{Path: peer.PathLookup, Serve: func(_ context.Context, b []byte) ([]byte, error) {
 		got = append(got, b)
@@ -29,27 +28,24 @@ func TestPeerEndpointIsAuthenticatedAndMapped(t *testing.T) {
 		return []byte("reply"), nil
 	}}
 	s := newTestServer(t, &fakeEngine{resp: okResponse()}, nil)
-	s.EnablePeers(PeerConfig{Token: peer.Token(secret), Endpoints: []PeerEndpoint{ep}})
+	h := s.PeerHandler(PeerConfig{Endpoints: []PeerEndpoint{ep}})
 	cases := []struct {
 		name       string
-		token      string
+		sender     string
 		body       string
 		wantStatus int
 		wantBody   string
 		wantType   string
 	}{
-		{"reply written", peer.Token(secret), "ok", http.StatusOK, "reply", peer.ContentType},
-		{"nil reply is an empty 200", peer.Token(secret), "empty", http.StatusOK, "", ""},
-		{"endpoint error is 400", peer.Token(secret), "bad", http.StatusBadRequest, "", ""},
-		{"wrong token refused", peer.Token("other"), "ok", http.StatusUnauthorized, "", ""},
+		{"reply written", "n2", "ok", http.StatusOK, "reply", peer.ContentType},
+		{"nil reply is an empty 200", "n2", "empty", http.StatusOK, "", ""},
+		{"endpoint error is 400", "n2", "bad", http.StatusBadRequest, "", ""},
+		{"no authenticated sender refused", "", "ok", http.StatusUnauthorized, "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(got)
-			r := httptest.NewRequest(http.MethodPost, peer.PathLookup, bytes.NewReader([]byte(tc.body)))
-			r.Header.Set(peer.HeaderAuth, tc.token)
-			w := httptest.NewRecorder()
-			s.ServeHTTP(w, r)
+			w := peerCall(h, peer.PathLookup, []byte(tc.body), tc.sender)
 			if w.Code != tc.wantStatus {
 				t.Fatalf("status %d, want %d (%s)", w.Code, tc.wantStatus, w.Body)
 			}
@@ -65,12 +61,49 @@ func TestPeerEndpointIsAuthenticatedAndMapped(t *testing.T) {
 
 func TestPeerEndpointNotMountedIs404(t *testing.T) {
 	s := newTestServer(t, &fakeEngine{resp: okResponse()}, nil)
-	s.EnablePeers(PeerConfig{})
+	h := s.PeerHandler(PeerConfig{})
 	for _, path := range []string{peer.PathLookup, peer.PathReplicate} {
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, nil))
-		if w.Code != http.StatusNotFound {
+		if w := peerCall(h, path, nil, "n2"); w.Code != http.StatusNotFound {
 			t.Fatalf("%s without an endpoint: %d, want 404", path, w.Code)
 		}
 	}
+}
+
+// TestTheAppPortServesNoPeerMessage: node-to-node messages are served on
+// the internal port only; the app port answers 404 to every one of them,
+// with or without a sender, so a captured peer request replayed there does
+// nothing.
+func TestTheAppPortServesNoPeerMessage(t *testing.T) {
+	eng := &fakeEngine{resp: okResponse()}
+	s := newTestServer(t, eng, nil)
+	s.PeerHandler(PeerConfig{Raft: &countingApplier{}, Endpoints: []PeerEndpoint{{Path: peer.PathLookup, Serve: func(context.Context, []byte) ([]byte, error) {
+		t.Error("a peer endpoint was reached through the app port")
+		return nil, nil
+	}}}})
+	body, _ := peer.Encode(&peer.ForwardRequest{V: peer.Version, From: "n2", Route: "comments", Method: "GET", Path: "/comments/1"})
+	for _, path := range []string{peer.PathForward, peer.PathLookup, peer.PathRaftApply, peer.PathReplicate, "/-/internal/../internal/forward"} {
+		for _, sender := range []string{"", "n2"} {
+			r := httptest.NewRequestWithContext(peer.WithSender(t.Context(), sender), http.MethodPost, path, bytes.NewReader(body))
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if w.Code != http.StatusNotFound && w.Code != http.StatusTemporaryRedirect { // a cleaned path is redirected, then judged
+				t.Fatalf("POST %s on the app port: %d, want 404", path, w.Code)
+			}
+		}
+	}
+	if n := len(eng.requests()); n != 0 {
+		t.Fatalf("the engine served %d requests sent as peer messages to the app port", n)
+	}
+}
+
+// peerCall posts body to the peer handler as a call from sender ("" for a
+// connection that named no node).
+func peerCall(h http.Handler, path string, body []byte, sender string) *httptest.ResponseRecorder {
+	ctx := context.Background()
+	if sender != "" {
+		ctx = peer.WithSender(ctx, sender)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body)))
+	return w
 }

@@ -70,6 +70,11 @@ type Config struct {
 	// Metrics serves GET /metrics. Default nil: 404.
 	Metrics http.Handler
 	// Ready reports readiness for /-/readyz. Default nil: always ready.
+	// The error's text is the problem's detail, scrubbed of addresses, so
+	// it should be the node's own sentence ("not on the ring yet"): one
+	// wrapping (%w) a network or file error shows a fixed sentence
+	// instead, and one wrapping consensus.ErrDamaged a fixed "degraded:
+	// raft store damaged" sentence.
 	Ready func() error
 	// Status adds node/cluster details to /-/cluster. Default nil: the
 	// endpoint reports only this node.
@@ -79,6 +84,14 @@ type Config struct {
 	Seats Seats
 	// MaxRequestBody caps request bodies in bytes. Default 1 MiB.
 	MaxRequestBody int64
+	// AdminSeparate moves the admin endpoints (/metrics, /-/cluster and
+	// below, /-/breakers and its commands, /-/leave, and what Handle adds)
+	// to the port ListenAdmin opens. The app port (Listen) then answers
+	// them 404, as it answers any unknown path, and keeps only /-/healthz
+	// and /-/readyz, which load balancers probe there (the admin port
+	// serves them too). Default false: the app port serves every admin
+	// endpoint and ListenAdmin refuses to start.
+	AdminSeparate bool
 	// AdminToken guards admin POSTs (Authorization: Bearer TOKEN). Default
 	// "": admin POSTs are disabled (403).
 	AdminToken string
@@ -94,7 +107,14 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	routes []RouteInfo // longest prefix first
-	admin  *http.ServeMux
+	// admin holds every endpoint under /-/ and /metrics; the two handlers
+	// below pick what each port shows of it.
+	admin *http.ServeMux
+	// appAdmin serves the admin paths of the app port: admin itself, or
+	// with AdminSeparate only the probes.
+	appAdmin http.Handler
+	// adminPort serves ListenAdmin's port.
+	adminPort http.Handler
 }
 
 // New builds a Server; it does no I/O.
@@ -119,6 +139,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	sort.Slice(s.routes, func(i, j int) bool { return len(s.routes[i].Prefix) > len(s.routes[j].Prefix) })
 	s.admin = s.adminMux()
+	s.appAdmin, s.adminPort = s.admin, s.adminPortMux()
+	if cfg.AdminSeparate {
+		s.appAdmin = s.appPortMux()
+	}
 	return s, nil
 }
 
@@ -126,14 +150,16 @@ func isAdminPath(p string) bool {
 	return strings.HasPrefix(p, "/-/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
 }
 
-// Handle adds an admin or internal endpoint (e.g. node-to-node calls) under
-// /-/. It must be called before serving.
+// Handle adds an admin endpoint under /-/, served on the admin port only
+// when AdminSeparate is set (never under /-/internal/ there). It must be
+// called before serving.
 func (s *Server) Handle(pattern string, h http.Handler) { s.admin.Handle(pattern, h) }
 
-// ServeHTTP dispatches to the admin endpoints or the data plane.
+// ServeHTTP is the app port: the data plane, and the admin endpoints
+// AdminSeparate leaves there.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.RequestURI, "/") && isAdminPath(r.URL.Path) {
-		s.admin.ServeHTTP(w, r)
+		s.appAdmin.ServeHTTP(w, r)
 		return
 	}
 	s.serveData(w, r)

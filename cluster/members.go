@@ -18,7 +18,7 @@ func (m *Membership) toMember(n *memberlist.Node) (Member, nodeMeta) {
 	if err != nil {
 		m.log.Warn("ignoring peer metadata", "member", n.Name, "err", err)
 	}
-	return Member{Name: n.Name, GossipAddr: n.Address(), HTTPAddr: meta.HTTPAddr, RaftAddr: meta.RaftAddr,
+	return Member{Name: n.Name, GossipAddr: n.Address(), HTTPAddr: meta.HTTPAddr, RaftAddr: meta.RaftAddr, PeerAddr: meta.PeerAddr,
 		State: Alive, Bootstrapped: meta.Bootstrapped}, meta
 }
 
@@ -98,7 +98,7 @@ func (m *Membership) Local() Member {
 	if rec := m.members[m.cfg.Name]; rec != nil {
 		return rec.member
 	}
-	return Member{Name: m.cfg.Name, GossipAddr: m.gossip, HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr,
+	return Member{Name: m.cfg.Name, GossipAddr: m.gossip, HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, PeerAddr: m.cfg.PeerAddr,
 		State: Alive, Bootstrapped: m.bootstrapped.Load()}
 }
 
@@ -111,25 +111,25 @@ func (m *Membership) GossipAddr() string {
 	return m.gossip
 }
 
-// Advertise sets the API and Raft addresses gossiped in this node's
-// metadata, replacing MembershipConfig's HTTPAddr and RaftAddr: a node
+// Advertise sets the API, Raft and peer addresses gossiped in this node's
+// metadata, replacing MembershipConfig's HTTPAddr, RaftAddr and PeerAddr: a node
 // learns its bound ports only once it listens, after building its parts.
 // It must be called before Start; afterwards it returns
 // ErrMembershipStarted. The addresses are checked as NewMembership checks
 // the config's.
-func (m *Membership) Advertise(httpAddr, raftAddr string) error {
+func (m *Membership) Advertise(httpAddr, raftAddr, peerAddr string) error {
 	m.lifeMu.Lock()
 	defer m.lifeMu.Unlock()
 	if m.started || m.closed {
 		return ErrMembershipStarted
 	}
 	next := m.cfg
-	next.HTTPAddr, next.RaftAddr = httpAddr, raftAddr
+	next.HTTPAddr, next.RaftAddr, next.PeerAddr = httpAddr, raftAddr, peerAddr
 	if err := next.validateAddrs(); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.cfg.HTTPAddr, m.cfg.RaftAddr = httpAddr, raftAddr
+	m.cfg.HTTPAddr, m.cfg.RaftAddr, m.cfg.PeerAddr = httpAddr, raftAddr, peerAddr
 	m.mu.Unlock()
 	return nil
 }

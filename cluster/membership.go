@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log"
@@ -67,6 +66,7 @@ type Member struct {
 	GossipAddr string // host:port of memberlist
 	HTTPAddr   string // from node metadata; "" if the peer sent none or it was undecodable
 	RaftAddr   string // from node metadata; "" if none
+	PeerAddr   string // from node metadata; "" if none (a node that predates it)
 	State      MemberState
 	// Bootstrapped is the member's gossiped "I hold Raft state" flag (see
 	// Membership.SetBootstrapped); false if it never set it or predates it.
@@ -153,6 +153,7 @@ func NewMembership(cfg MembershipConfig) (*Membership, error) {
 		return nil, err
 	}
 	cfg.Join = slices.Clone(cfg.Join)
+	cfg.TrustedSecrets = slices.Clone(cfg.TrustedSecrets)
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -214,12 +215,16 @@ func (m *Membership) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	conf, err := m.memberlistConfig()
+	if err != nil {
+		return fmt.Errorf("cluster: start memberlist: %w", err)
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	m.wg.Go(func() { m.queue.pump(bg, m.events) })
 	if len(m.subs) > 0 {
 		m.wg.Go(func() { m.dispatch(bg) })
 	}
-	ml, err := memberlist.Create(m.memberlistConfig())
+	ml, err := memberlist.Create(conf)
 	if err != nil {
 		cancel()
 		m.wg.Wait()
@@ -227,6 +232,9 @@ func (m *Membership) Start(ctx context.Context) error {
 	}
 	m.ml, m.cancel, m.started = ml, cancel, true
 	m.setGossipAddr(ml)
+	if m.cfg.LegacyGossipKey {
+		m.log.Warn("sending gossip under the legacy sha256 key; turn cluster.legacy_gossip_key off once every node runs this release")
+	}
 	if len(m.cfg.Join) > 0 && ctx.Err() == nil {
 		m.join(m.cfg.Join)
 	}
@@ -244,7 +252,7 @@ func (m *Membership) setGossipAddr(ml *memberlist.Memberlist) {
 }
 
 // memberlistConfig translates the validated config.
-func (m *Membership) memberlistConfig() *memberlist.Config {
+func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
 	c := memberlist.DefaultLANConfig()
 	c.Name = m.cfg.Name
 	host, port, _ := splitIPPort(m.cfg.BindAddr, false) // validated
@@ -261,18 +269,21 @@ func (m *Membership) memberlistConfig() *memberlist.Config {
 	}
 	m.cfg.Timings.apply(c)
 	if m.cfg.Secret != "" {
-		key := sha256.Sum256([]byte(m.cfg.Secret))
-		c.SecretKey = key[:]
+		keyring, err := m.cfg.gossipKeyring()
+		if err != nil {
+			return nil, err
+		}
+		c.Keyring = keyring
 	}
 	c.Delegate = memberMeta{m}
 	c.Events = memberEvents{m}
 	c.Logger = log.New(memberlistLogWriter{m.log.With("src", "memberlist")}, "", 0)
-	return c
+	return c, nil
 }
 
 // localMeta is the metadata this node advertises right now.
 func (m *Membership) localMeta() nodeMeta {
-	return nodeMeta{HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, Leaving: m.leaving.Load(), Bootstrapped: m.bootstrapped.Load()}
+	return nodeMeta{HTTPAddr: m.cfg.HTTPAddr, RaftAddr: m.cfg.RaftAddr, PeerAddr: m.cfg.PeerAddr, Leaving: m.leaving.Load(), Bootstrapped: m.bootstrapped.Load()}
 }
 
 // join contacts addrs; failure is logged because the rejoin loop retries.

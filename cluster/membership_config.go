@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/levee/levee/clustertls"
 )
 
 // ErrInvalidMembershipConfig reports a MembershipConfig that Validate
@@ -152,13 +153,30 @@ type MembershipConfig struct {
 	// RaftAddr is the host:port of this node's Raft transport, advertised
 	// in node metadata. Default "" (no Raft).
 	RaftAddr string
+	// PeerAddr is the host:port peer messages reach this node at (its
+	// internal port), advertised in node metadata. Default "" (none).
+	PeerAddr string
 	// Join lists seed gossip addresses (host:port) joined at Start and
 	// again by the rejoin loop. Default none: this node starts a cluster.
 	Join []string
 	// Secret, when set, encrypts and authenticates gossip with AES-256
-	// keyed by sha256(Secret); a node with another secret, or none, cannot
-	// join. Default "": no encryption.
+	// under clustertls.GossipKey(Secret), an HKDF of it (never a bare
+	// hash). Two nodes gossip only when each can read the key the other
+	// sends with, so a node with another secret, or none, cannot join. At
+	// least clustertls.MinSecretLen characters. Default "": no encryption.
 	Secret string
+	// TrustedSecrets are further secrets whose gossip is still accepted
+	// while the secret is rotated (docs/security.md): this node sends
+	// under Secret's key and reads that key and each of these. Requires
+	// Secret. Default none.
+	TrustedSecrets []string
+	// LegacyGossipKey makes this node send under sha256(Secret), the key
+	// of the release before the HKDF one, and only accept the HKDF key:
+	// step 1 of the upgrade from that release, whose nodes read nothing
+	// else (docs/security.md). Either way a node with a Secret accepts the
+	// legacy key, so that such nodes are heard during the roll. Requires
+	// Secret. Default false.
+	LegacyGossipKey bool
 	// RejoinInterval is the period of the rejoin loop, which re-joins the
 	// seeds and recently failed members so a healed partition merges back.
 	// Default 30 s.
@@ -201,6 +219,9 @@ func (c MembershipConfig) Validate() error {
 	if err := c.validateAddrs(); err != nil {
 		return err
 	}
+	if err := c.validateSecrets(); err != nil {
+		return err
+	}
 	if c.RejoinInterval <= 0 || c.DeadRetention <= 0 {
 		return fmt.Errorf("%w: RejoinInterval %v and DeadRetention %v must be > 0", ErrInvalidMembershipConfig, c.RejoinInterval, c.DeadRetention)
 	}
@@ -211,7 +232,7 @@ func (c MembershipConfig) Validate() error {
 // that the metadata fits memberlist's limit (which it would enforce with a
 // panic).
 func (c MembershipConfig) validateAddrs() error {
-	for field, addr := range map[string]string{"HTTPAddr": c.HTTPAddr, "RaftAddr": c.RaftAddr} {
+	for field, addr := range map[string]string{"HTTPAddr": c.HTTPAddr, "RaftAddr": c.RaftAddr, "PeerAddr": c.PeerAddr} {
 		if _, _, err := net.SplitHostPort(addr); addr != "" && err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrInvalidMembershipConfig, field, err)
 		}
@@ -221,14 +242,52 @@ func (c MembershipConfig) validateAddrs() error {
 			return fmt.Errorf("%w: Join %q: %w", ErrInvalidMembershipConfig, seed, err)
 		}
 	}
-	meta, err := encodeNodeMeta(nodeMeta{HTTPAddr: c.HTTPAddr, RaftAddr: c.RaftAddr, Leaving: true, Bootstrapped: true})
+	meta, err := encodeNodeMeta(nodeMeta{HTTPAddr: c.HTTPAddr, RaftAddr: c.RaftAddr, PeerAddr: c.PeerAddr, Leaving: true, Bootstrapped: true})
 	if err != nil {
 		return fmt.Errorf("%w: metadata: %w", ErrInvalidMembershipConfig, err)
 	}
 	if len(meta) > memberlist.MetaMaxSize {
-		return fmt.Errorf("%w: HTTPAddr and RaftAddr encode to %d bytes, over memberlist's %d", ErrInvalidMembershipConfig, len(meta), memberlist.MetaMaxSize)
+		return fmt.Errorf("%w: HTTPAddr, RaftAddr and PeerAddr encode to %d bytes, over memberlist's %d", ErrInvalidMembershipConfig, len(meta), memberlist.MetaMaxSize)
 	}
 	return nil
+}
+
+// validateSecrets checks that every secret derives a gossip key.
+func (c MembershipConfig) validateSecrets() error {
+	if c.Secret == "" {
+		if len(c.TrustedSecrets) > 0 || c.LegacyGossipKey {
+			return fmt.Errorf("%w: TrustedSecrets and LegacyGossipKey need a Secret", ErrInvalidMembershipConfig)
+		}
+		return nil
+	}
+	if _, err := c.gossipKeyring(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidMembershipConfig, err)
+	}
+	return nil
+}
+
+// gossipKeyring builds the keyring of a config with a Secret: the key this
+// node sends with first, then every key it also reads, the trusted
+// secrets' before the one an upgrade needs, since memberlist tries them in
+// order. It is new on every call because memberlist owns and may change it.
+func (c MembershipConfig) gossipKeyring() (*memberlist.Keyring, error) {
+	current, err := clustertls.GossipKey(c.Secret)
+	if err != nil {
+		return nil, fmt.Errorf("Secret: %w", err)
+	}
+	var keys [][]byte
+	for i, s := range c.TrustedSecrets {
+		k, err := clustertls.GossipKey(s)
+		if err != nil {
+			return nil, fmt.Errorf("TrustedSecrets[%d]: %w", i, err)
+		}
+		keys = append(keys, k)
+	}
+	primary, other := current, clustertls.LegacyGossipKey(c.Secret)
+	if c.LegacyGossipKey {
+		primary, other = other, primary
+	}
+	return memberlist.NewKeyring(append(keys, other), primary)
 }
 
 // splitIPPort parses "IP:port"; memberlist needs IP literals for binding

@@ -20,6 +20,10 @@ var ErrBadNodeMeta = errors.New("cluster: bad node metadata")
 type nodeMeta struct {
 	HTTPAddr string `msgpack:"h"`
 	RaftAddr string `msgpack:"r"`
+	// PeerAddr is where peer messages reach the node (its internal port,
+	// the Raft port unless a test injects a Raft transport). Nodes that
+	// predate it serve peers on HTTPAddr instead and omit it.
+	PeerAddr string `msgpack:"p,omitempty"`
 	// Leaving is set by Leave just before the leave broadcast, so peers
 	// can tell a graceful leave from a failure.
 	Leaving bool `msgpack:"l,omitempty"`

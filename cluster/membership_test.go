@@ -95,14 +95,14 @@ func TestMembershipDeparture(t *testing.T) {
 }
 
 func TestMembershipSecret(t *testing.T) {
-	const secret = "s3cret"
+	const secret = "s3cret-0123456789"
 	cases := []struct {
 		name     string
 		secret   string
 		wantJoin bool
 	}{
 		{"same secret", secret, true},
-		{"different secret", "other", false},
+		{"different secret", "other-0123456789", false},
 		{"no secret", "", false},
 	}
 	for _, tc := range cases {

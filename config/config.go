@@ -27,6 +27,13 @@ type Node struct {
 	// HTTP is the host:port serving app servers and admin endpoints.
 	// Default "127.0.0.1:8080"; port 0 picks a free port.
 	HTTP string `yaml:"http"`
+	// Admin is a second host:port, for operators only, serving the admin
+	// endpoints (/metrics, /-/cluster, /-/breakers, /-/leave, ...); HTTP
+	// then answers those 404 and keeps the data plane, /-/healthz,
+	// /-/readyz and node-to-node messages. Default "": HTTP serves the
+	// admin endpoints too. Port 0 picks a free port. Must differ from
+	// HTTP, Gossip and Raft.
+	Admin string `yaml:"admin"`
 	// DataDir holds raft state. Default "./data/<name>"; it follows a name
 	// changed by Set for as long as it is still that default.
 	DataDir string `yaml:"data_dir"`
@@ -104,10 +111,21 @@ type Cluster struct {
 	// prints a fresh one).
 	Secret string `yaml:"secret"`
 	// TrustedSecrets are further secrets whose nodes are accepted on the
-	// Raft port while the secret is rotated (docs/security.md): a node
-	// issues its certificate from Secret and accepts certificates from
-	// Secret and each of these. Default none.
+	// internal (Raft) port and in gossip while the secret is rotated
+	// (docs/security.md): a node issues its certificate and sends gossip
+	// keyed by Secret, and accepts certificates and gossip of Secret and
+	// each of these. Default none.
 	TrustedSecrets []string `yaml:"trusted_secrets"`
+	// LegacyGossipKey makes the node send gossip under sha256(Secret), the
+	// key of the release before the HKDF one, while still accepting the
+	// HKDF key: step 1 of the upgrade from that release (docs/security.md).
+	// Turn it on, roll every node, turn it off, roll again. Default false.
+	LegacyGossipKey bool `yaml:"legacy_gossip_key"`
+	// TLS gives the internal (Raft) port certificates of the operator's
+	// own PKI instead of the CA derived from Secret (docs/security.md).
+	// Default: all empty, the derived CA. Set all three keys or none;
+	// Secret is still required: gossip is encrypted with a key from it.
+	TLS ClusterTLS `yaml:"tls"`
 	// AdminToken is required by admin POST endpoints. Default "": those
 	// endpoints are disabled. When set: at least 16 characters, not a
 	// shipped value, not the Secret.
@@ -140,6 +158,24 @@ type Cluster struct {
 	// NearCache is the small local cache of entries owned by other nodes.
 	NearCache NearCache `yaml:"near_cache"`
 }
+
+// ClusterTLS names the PEM files of the operator's own PKI; what the
+// certificate must contain is in clustertls.FromFiles. Paths are relative
+// to the node's working directory; the files are read at start.
+type ClusterTLS struct {
+	// CA holds the CA certificates a peer's certificate must chain to:
+	// one, or the old and the new while the CA is rotated. Default "".
+	CA string `yaml:"ca"`
+	// Cert holds this node's certificate, then any intermediates.
+	// Default "".
+	Cert string `yaml:"cert"`
+	// Key holds Cert's private key. Default "".
+	Key string `yaml:"key"`
+}
+
+// IsZero reports whether no key is set: the internal port then uses the
+// CA derived from cluster.secret.
+func (t ClusterTLS) IsZero() bool { return t == ClusterTLS{} }
 
 // NearCache caches, for a short while, answers fetched from other nodes.
 type NearCache struct {

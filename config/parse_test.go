@@ -168,11 +168,11 @@ routes:
 `},
 		{name: "join as one comma-separated string", want: func() Config {
 			c := referenceDefaults(host)
-			c.Node.Gossip, c.Node.Join = "127.0.0.1:0", []string{"a:1", "b:2"}
+			c.Node.Gossip, c.Node.Raft, c.Node.Join = "127.0.0.1:0", "127.0.0.1:0", []string{"a:1", "b:2"}
 			c.Cluster.Secret = testSecret
 			c.Routes = minimal.Routes
 			return c
-		}(), src: "node: {gossip: '127.0.0.1:0', join: 'a:1, b:2'}\ncluster: {secret: " + testSecret + "}\n" + minimalYAML},
+		}(), src: "node: {gossip: '127.0.0.1:0', raft: '127.0.0.1:0', join: 'a:1, b:2'}\ncluster: {secret: " + testSecret + "}\n" + minimalYAML},
 		{name: "empty join list is nil", want: minimal, src: "node: {join: []}\n" + minimalYAML},
 		{name: "data_dir follows name when absent", want: named, src: "node: {name: n7}\n" + minimalYAML},
 		{name: "anchors and merge keys", want: func() Config {

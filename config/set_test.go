@@ -12,10 +12,10 @@ import (
 func TestSettableKeys(t *testing.T) {
 	want := []string{
 		"cache.max_bytes", "cache.persist", "cache.persist_interval",
-		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.load_factor",
+		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.legacy_gossip_key", "cluster.load_factor",
 		"cluster.near_cache.max_bytes", "cluster.near_cache.ttl", "cluster.partitions",
-		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time", "cluster.trusted_secrets",
-		"node.advertise", "node.bootstrap_expect", "node.data_dir", "node.gossip", "node.http", "node.idle_timeout",
+		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time", "cluster.tls.ca", "cluster.tls.cert", "cluster.tls.key", "cluster.trusted_secrets",
+		"node.admin", "node.advertise", "node.bootstrap_expect", "node.data_dir", "node.gossip", "node.http", "node.idle_timeout",
 		"node.join", "node.leave_on_terminate", "node.max_connections", "node.max_header_bytes",
 		"node.max_inflight_fetches", "node.max_request_body", "node.name", "node.raft", "node.read_timeout",
 		"node.shutdown_timeout", "node.write_timeout",
@@ -54,7 +54,7 @@ func TestSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := mustParse(t, "node: {gossip: '127.0.0.1:0', join: ['z:9']}\ncluster: {secret: "+testSecret+"}\n"+minimalYAML)
+			c := mustParse(t, "node: {gossip: '127.0.0.1:0', raft: '127.0.0.1:0', join: ['z:9']}\ncluster: {secret: "+testSecret+"}\n"+minimalYAML)
 			if err := c.Set(tt.key, tt.value); err != nil {
 				t.Fatalf("Set(%q, %q) = %v", tt.key, tt.value, err)
 			}

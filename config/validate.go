@@ -60,6 +60,7 @@ func (v *validator) node(n *Node) {
 	v.check(n.DataDir != "", "node.data_dir", "must not be empty")
 	v.bindAddr("node.gossip", n.Gossip)
 	v.bindAddr("node.raft", n.Raft)
+	v.bindAddr("node.admin", n.Admin)
 	v.distinctAddrs(n)
 	v.advertise(n)
 	v.join(n)
@@ -104,15 +105,31 @@ func (v *validator) bindAddr(path, addr string) {
 // fail at startup with a less helpful "address already in use".
 func (v *validator) distinctAddrs(n *Node) {
 	addrs := []struct{ path, addr string }{
-		{"node.http", n.HTTP}, {"node.gossip", n.Gossip}, {"node.raft", n.Raft},
+		{"node.http", n.HTTP}, {"node.gossip", n.Gossip}, {"node.raft", n.Raft}, {"node.admin", n.Admin},
 	}
 	for i, a := range addrs {
 		for _, b := range addrs[:i] {
-			if a.addr != "" && a.addr == b.addr && !hasPortZero(a.addr) {
+			switch {
+			case a.addr == "" || b.addr == "" || hasPortZero(a.addr):
+			case a.addr == b.addr:
 				v.add(a.path, "%q is also %s", a.addr, b.path)
+			case sharePort(a.addr, b.addr):
+				v.add(a.path, "%q takes the port of %s (%q)", a.addr, b.path, b.addr)
 			}
 		}
 	}
+}
+
+// sharePort reports whether two listeners on a and b would take one port:
+// the same port, and the same host or one of them every interface
+// (":8080" and "127.0.0.1:8080" collide).
+func sharePort(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	return ha == hb || unspecifiedHost(ha) || unspecifiedHost(hb)
 }
 
 // advertise checks the advertised host. Raft refuses to advertise an
@@ -132,6 +149,11 @@ func (v *validator) advertise(n *Node) {
 func (v *validator) join(n *Node) {
 	if len(n.Join) > 0 && n.Gossip == "" {
 		v.add("node.join", "needs node.gossip")
+	}
+	if n.Gossip != "" && n.Raft == "" {
+		// Peers reach a member's cache (forwards, replication) on its
+		// internal port, which is node.raft.
+		v.add("node.raft", "is required with node.gossip: it is the internal port that carries Raft and node-to-node messages")
 	}
 	for i, addr := range n.Join {
 		host, port, err := net.SplitHostPort(addr)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -32,10 +33,10 @@ var publicSecrets = []string{
 // placeholders are parts of values that were never meant to be kept.
 var placeholders = []string{"change-me", "changeme", "replace-me", "replaceme"}
 
-// credentials checks cluster.secret and cluster.admin_token. A node that
-// gossips or runs Raft serves the node-to-node endpoints and joins
-// encrypted gossip, both keyed by the secret, so it must have one; every
-// node of a cluster must have the same.
+// credentials checks cluster.secret, cluster.admin_token and cluster.tls.
+// A node that gossips or runs Raft serves the node-to-node endpoints and
+// joins encrypted gossip, both keyed by the secret, so it must have one;
+// every node of a cluster must have the same.
 func (v *validator) credentials(c *Config) {
 	secret, token := c.Cluster.Secret, c.Cluster.AdminToken
 	if secret == "" && (c.Node.Gossip != "" || c.Node.Raft != "") {
@@ -44,6 +45,9 @@ func (v *validator) credentials(c *Config) {
 	}
 	v.credential("cluster.secret", secret)
 	v.credential("cluster.admin_token", token)
+	if c.Cluster.LegacyGossipKey && secret == "" {
+		v.add("cluster.legacy_gossip_key", "needs cluster.secret: it is the previous release's key of that secret")
+	}
 	for i, t := range c.Cluster.TrustedSecrets {
 		if t == "" {
 			v.add(fmt.Sprintf("cluster.trusted_secrets[%d]", i), "is empty")
@@ -55,6 +59,48 @@ func (v *validator) credentials(c *Config) {
 		// secret must not travel with it.
 		v.add("cluster.admin_token", "must differ from cluster.secret: %s", secretHint)
 	}
+	v.clusterTLS(c)
+}
+
+// clusterTLS checks cluster.tls: all three files or none, each a readable
+// regular file. What is in them the node checks at start
+// (clustertls.FromFiles), naming the same keys. The files replace only the
+// internal port's CA; gossip is still encrypted with a key derived from
+// cluster.secret, so it stays required.
+func (v *validator) clusterTLS(c *Config) {
+	t := c.Cluster.TLS
+	if t.IsZero() {
+		return
+	}
+	if c.Cluster.Secret == "" && c.Node.Gossip == "" && c.Node.Raft == "" {
+		v.add("cluster.secret", "is required with cluster.tls, which replaces only the internal port's CA: "+
+			"gossip is still encrypted with a key derived from the secret; %s", secretHint)
+	}
+	for _, f := range []struct{ key, path string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
+		if f.path == "" {
+			v.add("cluster.tls."+f.key, "is required when another key of cluster.tls is set: set ca, cert and key, or none")
+		} else if err := readableFile(f.path); err != nil {
+			v.add("cluster.tls."+f.key, "%v", err)
+		}
+	}
+}
+
+// readableFile checks that path is a regular file this process can open,
+// without reading it.
+func readableFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("cannot read it: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot read it: %w", err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%q is not a regular file", path)
+	}
+	return nil
 }
 
 // credential checks one optional credential: long enough, not public.

@@ -22,7 +22,9 @@ func TestCredentialRules(t *testing.T) {
 	}{
 		{name: "single node without credentials", mutate: func(*Config) {}},
 		{name: "single node with both", mutate: func(c *Config) { c.Cluster.Secret, c.Cluster.AdminToken = testSecret, token }},
-		{name: "gossip with a secret", mutate: func(c *Config) { c.Node.Gossip, c.Cluster.Secret = "127.0.0.1:0", testSecret }},
+		{name: "gossip with a secret", mutate: func(c *Config) {
+			c.Node.Gossip, c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", "127.0.0.1:1", testSecret
+		}},
 		{name: "generated secret", mutate: func(c *Config) {
 			c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", "Zx3rL0Qm9yT1-wq0m_VbXk2pN8cJ4hE6aS7dF5gH1jK"
 		}},
@@ -30,6 +32,10 @@ func TestCredentialRules(t *testing.T) {
 			want: "cluster.secret: is required for a clustered node (node.gossip or node.raft is set): generate one with `levee secret` and give every node the same value"},
 		{name: "raft only without a secret", mutate: func(c *Config) { c.Node.Raft = "127.0.0.1:0" },
 			want: "cluster.secret: is required for a clustered node"},
+		{name: "gossip without the internal port", mutate: func(c *Config) { c.Node.Gossip, c.Cluster.Secret = "127.0.0.1:0", testSecret },
+			want: "node.raft: is required with node.gossip: it is the internal port"},
+		{name: "legacy gossip key without a secret", mutate: func(c *Config) { c.Cluster.LegacyGossipKey = true },
+			want: "cluster.legacy_gossip_key: needs cluster.secret"},
 		{name: "secret one short", mutate: func(c *Config) { c.Cluster.Secret = strings.Repeat("s", minSecretLen-1) },
 			want: "cluster.secret: must be at least 16 characters: generate one with `levee secret`"},
 		{name: "secret just long enough", mutate: func(c *Config) { c.Cluster.Secret = strings.Repeat("s", minSecretLen) }},

@@ -150,6 +150,13 @@ type Config struct {
 	// raft.InmemTransport to partition nodes). The caller owns it and closes
 	// it after Close. Default nil: TCP on BindAddr, owned by the Node.
 	Transport raft.Transport
+	// Listen, when set, is called at Start for the listener Raft accepts
+	// on instead of binding BindAddr: one handing over connections already
+	// authenticated by mutual TLS (the node's internal port, which carries
+	// peer messages too; see package connmux). Its Addr is advertised. It
+	// needs TLS, which Raft dials its peers with. Closing the transport
+	// closes the listener. Default nil.
+	Listen func() (net.Listener, error)
 	// BootstrapExpect is how many alive members must see each other before
 	// the cluster bootstraps. Default 1.
 	BootstrapExpect int
@@ -293,7 +300,12 @@ func (c Config) Validate() error {
 }
 
 func (c Config) validateAddrs() error {
-	if c.Transport != nil {
+	switch {
+	case c.Transport != nil:
+		return nil
+	case c.Listen != nil && c.TLS == nil:
+		return invalid("Listen needs TLS: Raft dials its peers over mutual TLS")
+	case c.Listen != nil:
 		return nil
 	}
 	host, _, err := net.SplitHostPort(c.BindAddr)

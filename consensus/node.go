@@ -233,6 +233,14 @@ func (n *Node) openTransport() (raft.Transport, error) {
 // networkTransport is raft's TCP transport, or, with Config.TLS, the same
 // transport over mutual TLS.
 func (n *Node) networkTransport(advertise net.Addr, tc *raft.NetworkTransportConfig) (*raft.NetworkTransport, error) {
+	if n.cfg.Listen != nil {
+		ln, err := n.cfg.Listen()
+		if err != nil {
+			return nil, err
+		}
+		tc.Stream = &tlsStream{Listener: ln, advertise: ln.Addr(), cfg: *n.cfg.TLS, authenticated: true}
+		return raft.NewNetworkTransportWithConfig(tc), nil
+	}
 	if n.cfg.TLS == nil {
 		return raft.NewTCPTransportWithConfig(n.cfg.BindAddr, advertise, tc)
 	}

@@ -32,6 +32,9 @@ type tlsStream struct {
 	net.Listener
 	advertise net.Addr
 	cfg       TLS
+	// authenticated: the Listener hands over connections that completed
+	// their handshake already (Config.Listen).
+	authenticated bool
 }
 
 // listenTLS binds bind and advertises advertise (nil: the bound address,
@@ -56,8 +59,8 @@ func listenTLS(bind string, advertise net.Addr, cfg TLS) (*tlsStream, error) {
 // handshakeTimeout.
 func (s *tlsStream) Accept() (net.Conn, error) {
 	c, err := s.Listener.Accept()
-	if err != nil {
-		return nil, err
+	if err != nil || s.authenticated {
+		return c, err
 	}
 	return &serverConn{Conn: tls.Server(c, s.cfg.Server)}, nil
 }

@@ -8,7 +8,9 @@ import (
 	"net"
 
 	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/connmux"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/replica"
 	"github.com/levee/levee/ring"
@@ -29,7 +31,7 @@ type clusterPart struct {
 	rep     *replica.Replicator
 }
 
-func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, tombs replica.Tombstones, log *slog.Logger) (*clusterPart, error) {
+func newClusterPart(cfg *config.Config, opts Options, id *clustertls.Identity, o replica.Observer, tombs replica.Tombstones, log *slog.Logger) (*clusterPart, error) {
 	ml, err := cluster.NewMembership(membershipConfig(cfg, opts, log))
 	if err != nil {
 		return nil, err
@@ -38,8 +40,13 @@ func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, tombs 
 	if err != nil {
 		return nil, err
 	}
+	tlsc := id.ClientConfig()
 	c := &clusterPart{self: cfg.Node.Name, bind: cfg.Node.Gossip, log: log, timings: opts.Timings.Gossip, ml: ml, ring: rg, client: peer.NewClient(peer.ClientConfig{
-		Self: cfg.Node.Name, Secret: cfg.Cluster.Secret, Timeout: cfg.Cluster.ForwardTimeout.D(), Transport: opts.PeerTransport})}
+		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: opts.WrapPeerTransport, HTTP2: true,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return connmux.Dial(ctx, addr, connmux.KindPeer, tlsc)
+		},
+	})}
 	rc := replica.DefaultConfig()
 	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication
 	rc.NearCacheBytes, rc.NearCacheTTL = cfg.Cluster.NearCache.MaxBytes.Int64(), cfg.Cluster.NearCache.TTL.D()
@@ -60,6 +67,7 @@ func newClusterPart(cfg *config.Config, opts Options, o replica.Observer, tombs 
 func membershipConfig(cfg *config.Config, opts Options, log *slog.Logger) cluster.MembershipConfig {
 	mc := cluster.DefaultMembershipConfig()
 	mc.Name, mc.BindAddr, mc.Join, mc.Secret = cfg.Node.Name, cfg.Node.Gossip, cfg.Node.Join, cfg.Cluster.Secret
+	mc.TrustedSecrets, mc.LegacyGossipKey = cfg.Cluster.TrustedSecrets, cfg.Cluster.LegacyGossipKey
 	if cfg.Node.Advertise != "" {
 		_, port, _ := net.SplitHostPort(cfg.Node.Gossip)
 		mc.AdvertiseAddr = net.JoinHostPort(cfg.Node.Advertise, port)
@@ -68,11 +76,11 @@ func membershipConfig(cfg *config.Config, opts Options, log *slog.Logger) cluste
 	return mc
 }
 
-// start joins the cluster, advertising the bound API and Raft addresses
-// and, when this node holds Raft state, the bootstrapped flag from the
-// very first gossip.
-func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr string, hasRaftState bool) error {
-	if err := c.ml.Advertise(httpAddr, raftAddr); err != nil {
+// start joins the cluster, advertising the bound API, Raft and peer
+// addresses and, when this node holds Raft state, the bootstrapped flag
+// from the very first gossip.
+func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr, peerAddr string, hasRaftState bool) error {
+	if err := c.ml.Advertise(httpAddr, raftAddr, peerAddr); err != nil {
 		return err
 	}
 	_ = c.ml.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
@@ -112,10 +120,10 @@ func advertised(host, bound string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// httpAddr is a member's API address, for forwarding to it.
-func (c *clusterPart) httpAddr(name string) (string, bool) {
+// peerAddr is where a member takes peer messages (its internal port).
+func (c *clusterPart) peerAddr(name string) (string, bool) {
 	m, ok := c.ml.Member(name)
-	return m.HTTPAddr, ok && m.HTTPAddr != ""
+	return m.PeerAddr, ok && m.PeerAddr != ""
 }
 
 // memberAddrs is the member table as replication addresses it.
@@ -123,14 +131,14 @@ type memberAddrs struct{ ml *cluster.Membership }
 
 func (m memberAddrs) Member(name string) (replica.Member, bool) {
 	mb, ok := m.ml.Member(name)
-	return replica.Member{Name: mb.Name, Addr: mb.HTTPAddr}, ok
+	return replica.Member{Name: mb.Name, Addr: mb.PeerAddr}, ok
 }
 
 func (m memberAddrs) Live() []replica.Member {
 	var out []replica.Member
 	for _, mb := range m.ml.Members() {
 		if mb.State == cluster.Alive {
-			out = append(out, replica.Member{Name: mb.Name, Addr: mb.HTTPAddr})
+			out = append(out, replica.Member{Name: mb.Name, Addr: mb.PeerAddr})
 		}
 	}
 	return out

@@ -107,7 +107,7 @@ func (c *testCluster) start(i int) {
 	for len(c.links) <= i {
 		c.links = append(c.links, newLinkCut())
 	}
-	opts.PeerTransport = c.links[i]
+	opts.WrapPeerTransport = c.links[i].wrap
 	n, err := New(cfg, opts)
 	if err != nil {
 		c.t.Fatalf("New %s: %v", cfg.Node.Name, err)

@@ -223,7 +223,7 @@ func TestHealHandoffAfterLinkCut(t *testing.T) {
 // (connection refused) until the returned function heals it.
 func cutLink(t *testing.T, c *testCluster, from, to int) (heal func()) {
 	t.Helper()
-	addr := c.nodes[to].HTTPAddr()
+	addr := c.nodes[to].internal.Addr().String()
 	c.links[from].block(addr, true)
 	return func() { c.links[from].block(addr, false) }
 }
@@ -231,13 +231,20 @@ func cutLink(t *testing.T, c *testCluster, from, to int) (heal func()) {
 // linkCut is a node's peer transport that refuses calls to blocked
 // addresses, the way a cut network link does.
 type linkCut struct {
-	base    *http.Transport
+	base    http.RoundTripper
 	mu      sync.Mutex
 	blocked map[string]bool
 }
 
-func newLinkCut() *linkCut {
-	return &linkCut{base: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}, blocked: map[string]bool{}}
+func newLinkCut() *linkCut { return &linkCut{blocked: map[string]bool{}} }
+
+// wrap is Options.WrapPeerTransport: the link cut sits in front of the
+// node's own peer transport (each restart gives it a new one).
+func (l *linkCut) wrap(base http.RoundTripper) http.RoundTripper {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.base = base
+	return l
 }
 
 func (l *linkCut) block(addr string, cut bool) {
@@ -253,7 +260,8 @@ func (l *linkCut) RoundTrip(r *http.Request) (*http.Response, error) {
 	if cut {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	}
-	return l.base.RoundTrip(r)
+	l.mu.Lock()
+	base := l.base
+	l.mu.Unlock()
+	return base.RoundTrip(r)
 }
-
-func (l *linkCut) CloseIdleConnections() { l.base.CloseIdleConnections() }

@@ -15,7 +15,9 @@ import (
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cachefile"
 	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/connmux"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/control"
 	"github.com/levee/levee/metrics"
@@ -51,9 +53,9 @@ type Options struct {
 	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
 	// raft.InmemTransport to partition nodes). The caller closes it.
 	RaftTransport raft.Transport
-	// PeerTransport, when set, carries node-to-node calls (tests inject one
-	// that cuts links). Default: peer's keep-alive pool.
-	PeerTransport http.RoundTripper
+	// WrapPeerTransport, when set, wraps the transport of node-to-node
+	// calls (tests inject one that cuts links). Default nil.
+	WrapPeerTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Node is one running Levee node: it constructs its parts, starts them in
@@ -70,10 +72,14 @@ type Node struct {
 	table    *breaker.Table
 	engine   *proxy.Engine
 	api      *api.Server
-	cluster  *clusterPart      // nil on a single node
-	raft     *control.Plane    // nil without node.raft
-	persist  *cachefile.Keeper // nil without cache.persist
-	http     *api.Listener     // set by Start
+	cluster  *clusterPart         // nil on a single node
+	raft     *control.Plane       // nil without node.raft
+	persist  *cachefile.Keeper    // nil without cache.persist
+	identity *clustertls.Identity // this node's certificate; nil without node.raft
+	http     *api.Listener        // set by Start
+	admin    *api.Listener        // node.admin; set by Start
+	internal *connmux.Mux         // node.raft: Raft and peer messages; set by Start
+	peers    *api.PeerServer      // on internal; set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
@@ -118,8 +124,13 @@ func (n *Node) wire() error {
 	if err != nil {
 		return err
 	}
+	if n.cfg.Node.Raft != "" { // the internal port's certificate
+		if n.identity, err = clusterIdentity(n.cfg); err != nil {
+			return err
+		}
+	}
 	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.metrics, n.cache, n.log); err != nil {
+		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.identity, n.metrics, n.cache, n.log); err != nil {
 			return err
 		}
 	}
@@ -189,7 +200,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		Breakers: admin, Metrics: n.metrics.Handler(),
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
-		Ready: n.ready, Status: n.status,
+		Ready: n.ready, Status: n.status, AdminSeparate: n.cfg.Node.Admin != "",
 	}
 	if n.cluster != nil {
 		ac.Peers = n.cluster.rep
@@ -201,17 +212,26 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.api, err = api.New(ac); err != nil {
 		return err
 	}
-	n.enablePeers()
 	return nil
 }
 
-// enablePeers mounts the node-to-node endpoints of the parts this node
-// runs: replication's, and the Raft leader's end of forwarding.
-func (n *Node) enablePeers() {
-	if n.cluster == nil && n.raft == nil {
-		return
+// listenInternal binds node.raft, the internal port, and serves on it the
+// node-to-node endpoints of the parts this node runs (replication's, and
+// the Raft leader's end of forwarding); Raft takes the port's other
+// connections when it starts. Every connection is mutual TLS with the
+// cluster's certificates, and a peer message's sender is the node its
+// certificate names.
+func (n *Node) listenInternal() error {
+	if n.raft == nil {
+		return nil
 	}
-	pc := api.PeerConfig{Token: peer.Token(n.cfg.Cluster.Secret)}
+	var err error
+	n.internal, err = connmux.Listen(n.cfg.Node.Raft, n.cfg.Node.Advertise,
+		connmux.Config{TLS: n.identity.ServerConfig(), Logger: n.log.With("subsystem", "internal")})
+	if err != nil {
+		return fmt.Errorf("node: internal port node.raft %s: %w", n.cfg.Node.Raft, err)
+	}
+	pc := api.PeerConfig{Sender: clustertls.NameOf}
 	if n.cluster != nil {
 		srv := replica.NewServer(n.engine, n.metrics)
 		pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
@@ -220,7 +240,9 @@ func (n *Node) enablePeers() {
 	if n.raft != nil {
 		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
 	}
-	n.api.EnablePeers(pc)
+	n.peers = n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc)
+	n.internal.Serve()
+	return nil
 }
 
 // ready: serving, and in a cluster, on the ring. Raft is not required:
@@ -229,8 +251,10 @@ func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
 	}
-	if n.raft != nil && n.raft.Node.Damaged() != nil {
-		return errors.New("degraded: " + n.raft.Node.Problem())
+	if n.raft != nil {
+		if d := n.raft.Node.Damaged(); d != nil {
+			return fmt.Errorf("degraded: %w", d)
+		}
 	}
 	if n.cluster != nil {
 		return n.cluster.ready()
@@ -314,6 +338,14 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("node: node.http: %w", err)
 	}
 	n.http = l
+	if n.cfg.Node.Admin != "" {
+		if n.admin, err = n.api.ListenAdmin(n.cfg.Node.Admin, listenConfig(n.cfg.Node)); err != nil {
+			return fmt.Errorf("node: node.admin: %w", err)
+		}
+	}
+	if err := n.listenInternal(); err != nil {
+		return err
+	}
 	if err := n.startCluster(ctx); err != nil {
 		return err
 	}
@@ -322,22 +354,20 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 func (n *Node) startCluster(ctx context.Context) error {
-	raftAddr, hasState := "", false
-	if n.raft != nil {
-		if err := n.startRaft(ctx); err != nil {
-			return err
-		}
-		raftAddr, hasState = n.raft.Node.Addr(), n.raft.Node.HasState()
+	if n.raft == nil {
+		return nil
 	}
+	if err := n.startRaft(ctx); err != nil {
+		return err
+	}
+	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
 	switch {
-	case n.cluster != nil && n.raft != nil:
-		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, hasState); err != nil {
+	case n.cluster != nil:
+		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
 			return err
 		}
 		n.raft.Gossip.StartPublishing()
-	case n.cluster != nil:
-		return n.cluster.start(ctx, n.HTTPAddr(), "", false)
-	case n.raft != nil: // raft without gossip: a one-voter cluster
+	default: // raft without gossip: a one-voter cluster
 		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
@@ -383,6 +413,24 @@ func (n *Node) HTTPAddr() string {
 	return n.http.Addr()
 }
 
+// AdminAddr is the address of the admin port (node.admin); "" without one
+// or before Start.
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.Addr()
+}
+
+// InternalAddr is the address of the internal port (node.raft): Raft and
+// peer messages, mutual TLS only. "" without node.raft or before Start.
+func (n *Node) InternalAddr() string {
+	if n.internal == nil {
+		return ""
+	}
+	return n.internal.Addr().String()
+}
+
 // Metrics exposes the node's series (tests and benchmarks read counters).
 func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
 
@@ -419,6 +467,9 @@ func (n *Node) close(graceful bool) error {
 		if n.raft != nil {
 			n.closeErr = n.raft.Node.Close()
 		}
+		if n.internal != nil {
+			n.internal.Close()
+		}
 		if n.cluster != nil {
 			n.cluster.close()
 		}
@@ -454,16 +505,23 @@ func (n *Node) announceStop() {
 	}
 }
 
-// drain stops the HTTP server: gracefully within node.shutdown_timeout,
-// or at once.
+// drain stops the HTTP server and the peer messages' server together:
+// gracefully within node.shutdown_timeout, or at once.
 func (n *Node) drain(graceful bool) {
-	if n.http == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	defer cancel()
 	if !graceful {
 		cancel()
 	}
-	n.http.Shutdown(ctx)
-	cancel()
+	var wg sync.WaitGroup
+	if n.http != nil {
+		wg.Go(func() { n.http.Shutdown(ctx) })
+	}
+	if n.peers != nil {
+		wg.Go(func() { n.peers.Shutdown(ctx) })
+	}
+	wg.Wait()
+	if n.admin != nil { // last: a POST /-/leave in flight still gets its answer
+		n.admin.Shutdown(ctx)
+	}
 }

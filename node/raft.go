@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/levee/levee/clustertls"
@@ -22,8 +23,9 @@ func (n *Node) newControl() (*control.Plane, error) {
 		return nil, err
 	}
 	cc := consensusConfig(n.cfg, n.opts, n.log.With("subsystem", "raft"))
-	if cc.TLS, err = raftTLS(n.cfg); err != nil {
-		return nil, err
+	cc.TLS = &consensus.TLS{Server: n.identity.ServerConfig(), Client: n.identity.ClientConfig()}
+	if n.opts.RaftTransport == nil {
+		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
 	}
 	pc := control.Config{
 		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: routes, Now: n.opts.Now,
@@ -34,7 +36,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 		Logger:    cc.Logger,
 	}
 	if c := n.cluster; c != nil {
-		pc.Peers, pc.LeaderAddr = c.client, c.httpAddr
+		pc.Peers, pc.LeaderAddr = c.client, c.peerAddr
 		pc.Members, pc.SetBootstrapped = c.ml.Members, c.ml.SetBootstrapped
 	}
 	return control.New(pc)
@@ -61,17 +63,19 @@ func consensusConfig(cfg *config.Config, opts Options, log *slog.Logger) consens
 	return cc
 }
 
-// raftTLS is mutual TLS for the Raft port from cluster.secret (and
-// cluster.trusted_secrets during a rotation), or nil without a secret.
-func raftTLS(cfg *config.Config) (*consensus.TLS, error) {
-	if cfg.Cluster.Secret == "" {
-		return nil, nil
+// clusterIdentity is this node's side of mutual TLS on the internal port:
+// the operator's certificate files when cluster.tls is set, else
+// certificates from cluster.secret (and cluster.trusted_secrets during a
+// rotation).
+func clusterIdentity(cfg *config.Config) (*clustertls.Identity, error) {
+	if t := cfg.Cluster.TLS; !t.IsZero() {
+		return clustertls.FromFiles(cfg.Node.Name, t.CA, t.Cert, t.Key) // a *clustertls.FileError names the key and file
 	}
 	id, err := clustertls.FromSecrets(cfg.Node.Name, cfg.Cluster.Secret, cfg.Cluster.TrustedSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("cluster.secret / cluster.trusted_secrets: %w", err)
 	}
-	return &consensus.TLS{Server: id.ServerConfig(), Client: id.ClientConfig()}, nil
+	return id, nil
 }
 
 // RecoverRaft rewrites the Raft configuration in cfg's data dir to exactly

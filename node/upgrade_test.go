@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/connmux"
 	"github.com/levee/levee/internal/testutil"
 	"github.com/levee/levee/node"
 	"github.com/levee/levee/peer"
@@ -323,18 +326,24 @@ func (c *upgradeCluster) snapshotAfter(name string, index uint64) []byte {
 	return state
 }
 
-// forwardAsPreviousRelease sends the leader what a follower still running
-// the previous release sends during a rolling upgrade: a bare, untagged
-// breaker command with the follower's clock. The leader must tag it and
-// stamp its own clock. An entry with a tag no node knows is refused before
-// it reaches the log.
+// forwardAsPreviousRelease sends the leader the entry a follower of the
+// release before the Mux proposed: a bare, untagged breaker command with
+// the follower's clock (over today's internal port: the format of the
+// entry is what is checked). The leader must tag it and stamp its own
+// clock. An entry with a tag no node knows is refused before it reaches
+// the log.
 func (c *upgradeCluster) forwardAsPreviousRelease(route string, op breaker.Op) {
 	c.t.Helper()
 	f := c.follower()
-	cl := peer.NewClient(peer.ClientConfig{Self: c.m.Nodes[f], Secret: c.m.ClusterSecret,
-		Transport: &http.Transport{DisableKeepAlives: true}})
+	id, err := clustertls.FromSecrets(c.m.Nodes[f], c.m.ClusterSecret, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cl := peer.NewClient(peer.ClientConfig{Self: c.m.Nodes[f], Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		return connmux.Dial(ctx, addr, connmux.KindPeer, id.ClientConfig())
+	}})
 	defer cl.Close()
-	addr := c.nodes[c.leader()].HTTPAddr()
+	addr := c.nodes[c.leader()].InternalAddr()
 	if _, err := cl.RaftApply(c.t.Context(), addr, []byte{0x7f, 0x80}); err == nil {
 		c.t.Fatal("the leader accepted an entry for an unknown state machine")
 	}

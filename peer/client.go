@@ -3,10 +3,6 @@ package peer
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,45 +29,48 @@ var (
 	ErrTimeout = errors.New("peer: no answer in time")
 )
 
-// Token derives the peer auth token from the cluster secret, so the secret
-// itself never crosses the wire. An empty secret gives an empty token:
-// auth is off, which package node warns about.
-func Token(secret string) string {
-	if secret == "" {
-		return ""
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("levee-peer-auth-v1"))
-	return hex.EncodeToString(m.Sum(nil))
+type senderKey struct{}
+
+// WithSender is ctx carrying the name of the node a peer message came
+// from, as its verified certificate names it; the internal port's server
+// sets it for every connection.
+func WithSender(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, senderKey{}, name)
 }
 
-// Authorized reports whether r carries the cluster's token.
-func Authorized(r *http.Request, token string) bool {
-	if token == "" {
-		return true
-	}
-	got := r.Header.Get(HeaderAuth)
-	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+// Sender is the authenticated sender of the peer message being served;
+// false when the connection was not authenticated.
+func Sender(ctx context.Context) (string, bool) {
+	name, ok := ctx.Value(senderKey{}).(string)
+	return name, ok && name != ""
 }
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	// Self is this node's name, sent in every call. Required.
+	// Self is this node's name, sent in every message. Required.
 	Self string
-	// Secret is cluster.secret. Default "": no auth.
-	Secret string
 	// Timeout bounds one call. Default 25s (cluster.forward_timeout).
 	Timeout time.Duration
-	// Transport carries the calls. Default: a keep-alive pool tuned for a
-	// few peers.
-	Transport http.RoundTripper
+	// Dial opens an authenticated connection to a peer's internal port:
+	// package node gives connmux.Dial over mutual TLS. Default: plain TCP,
+	// which only this package's tests use (a node's internal port accepts
+	// nothing but mutual TLS).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// HTTP2 speaks HTTP/2 with prior knowledge over Dial's connections
+	// (the internal port's peer server speaks it): one connection per peer
+	// carries a thousand calls at once, instead of a connection and a TLS
+	// handshake each. Default false: HTTP/1.1.
+	HTTP2 bool
+	// Wrap, when set, wraps the keep-alive transport (tests cut links).
+	// Default nil.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // Client makes peer calls over a pooled keep-alive transport.
 type Client struct {
-	cfg   ClientConfig
-	token string
-	hc    *http.Client
+	cfg ClientConfig
+	tr  *http.Transport
+	hc  *http.Client
 }
 
 // NewClient builds a Client; it does no I/O.
@@ -79,23 +78,50 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 25 * time.Second
 	}
-	if cfg.Transport == nil {
-		cfg.Transport = &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        256,
-			MaxIdleConnsPerHost: 128,
-			IdleConnTimeout:     90 * time.Second,
-		}
+	dial := (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	if cfg.Dial != nil {
+		dial = func(ctx context.Context, _, addr string) (net.Conn, error) { return cfg.Dial(ctx, addr) }
 	}
-	return &Client{cfg: cfg, token: Token(cfg.Secret), hc: &http.Client{Transport: cfg.Transport, Timeout: cfg.Timeout}}
+	tr := &http.Transport{
+		// The handshake is part of the dial: bound both together, as a
+		// dial (ErrNotSent) and not as a timeout.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			defer cancel()
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, &net.OpError{Op: "dial", Net: network, Err: err}
+			}
+			return c, nil
+		},
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 128,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	if cfg.HTTP2 {
+		// The connections are TLS already (Dial); to net/http they are
+		// plain TCP, hence "unencrypted" HTTP/2.
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		tr.HTTP2 = &http.HTTP2Config{PingTimeout: 5 * time.Second, SendPingTimeout: 15 * time.Second}
+		// A burst to a peer with no connection yet must not open one
+		// connection (and one handshake) per call: the first few carry
+		// them all, a thousand streams each.
+		tr.MaxConnsPerHost = 4
+	}
+	var rt http.RoundTripper = tr
+	if cfg.Wrap != nil {
+		rt = cfg.Wrap(tr)
+	}
+	return &Client{cfg: cfg, tr: tr, hc: &http.Client{Transport: rt, Timeout: cfg.Timeout}}
 }
 
+// dialTimeout bounds opening a connection to a peer, TLS handshake
+// included.
+const dialTimeout = 2 * time.Second
+
 // Close drops idle connections.
-func (c *Client) Close() {
-	if t, ok := c.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
-		t.CloseIdleConnections()
-	}
-}
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
 
 // Forward asks the node at addr to serve req. A *RemoteError is the owner's
 // real answer; any error wrapping ErrUnreachable means "serve it yourself".
@@ -171,10 +197,6 @@ func (c *Client) call(ctx context.Context, addr, path string, in any, out versio
 		return fmt.Errorf("%w: %w: %v", ErrUnreachable, ErrNotSent, err)
 	}
 	hreq.Header.Set("Content-Type", ContentType)
-	hreq.Header.Set(HeaderFrom, c.cfg.Self)
-	if c.token != "" {
-		hreq.Header.Set(HeaderAuth, c.token)
-	}
 	hresp, err := c.hc.Do(hreq)
 	if err != nil {
 		return sendError(addr, err)

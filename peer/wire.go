@@ -15,7 +15,9 @@ const Version = 1
 // ContentType of every peer message.
 const ContentType = "application/x-msgpack"
 
-// Paths of the peer endpoints, on each node's HTTP port.
+// Paths of the peer endpoints, on each node's internal port (node.raft),
+// where every connection is mutual TLS and the sender is the node its
+// certificate names (see package connmux). The app port answers 404.
 const (
 	PathForward   = "/-/internal/forward"
 	PathReplicate = "/-/internal/replicate"
@@ -28,12 +30,6 @@ const (
 	// PathInvalidate carries writes' invalidations (Invalidate) to every
 	// other node.
 	PathInvalidate = "/-/internal/invalidate"
-)
-
-// Headers of peer calls.
-const (
-	HeaderAuth = "X-Levee-Auth"
-	HeaderFrom = "X-Levee-From"
 )
 
 // MaxMessage bounds a peer message in bytes (bodies are capped by route

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -115,22 +113,15 @@ func TestDecodeLookupRejects(t *testing.T) {
 	}
 }
 
-func TestAuth(t *testing.T) {
-	tok := Token("a long cluster secret")
-	if tok == "" || tok == Token("another secret!!") || tok != Token("a long cluster secret") {
-		t.Fatal("Token must be deterministic and secret-dependent")
+func TestSenderIsOnlyWhatTheServerSet(t *testing.T) {
+	if name, ok := Sender(t.Context()); ok {
+		t.Fatalf("a context no server marked has sender %q", name)
 	}
-	r := httptest.NewRequest(http.MethodPost, PathForward, nil)
-	if Authorized(r, tok) {
-		t.Fatal("request without token authorized")
+	if name, ok := Sender(WithSender(t.Context(), "")); ok {
+		t.Fatalf("an empty sender counts as %q", name)
 	}
-	r.Header.Set(HeaderAuth, Token("wrong secret......"))
-	if Authorized(r, tok) {
-		t.Fatal("wrong token authorized")
-	}
-	r.Header.Set(HeaderAuth, tok)
-	if !Authorized(r, tok) {
-		t.Fatal("right token refused")
+	if name, ok := Sender(WithSender(t.Context(), "n2")); !ok || name != "n2" {
+		t.Fatalf("Sender = %q, %v; want n2", name, ok)
 	}
 }
 

@@ -1,0 +1,244 @@
+// Package connmux serves several protocols on one mutual-TLS port: after
+// the handshake, a connection's first byte says which protocol it speaks,
+// and the Mux hands it to that protocol's net.Listener. It is how Levee's
+// internal port carries both Raft and the node-to-node peer messages, as
+// Consul's server RPC port (agent/consul/rpc.go, one type byte per
+// connection) and rqlite's tcp.Mux do.
+//
+// Unlike Consul's, the byte travels inside TLS: nothing is read from a
+// connection, not even its type, before the peer has proved it holds a
+// certificate the cluster trusts. A connection whose first byte names no
+// registered kind goes to the Default listener with that byte put back:
+// hashicorp/raft's connections start with an RPC type (0–3) and need no
+// prefix, so nodes of the release before the peer port still reach Raft.
+package connmux
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// KindPeer marks a connection carrying peer messages (HTTP/1.1). It must
+// differ from every first byte of a Raft connection (hashicorp/raft's RPC
+// types are 0–3).
+const KindPeer byte = 'P'
+
+// ErrClosed is returned by a listener's Accept once it or its Mux is
+// closed.
+var ErrClosed = errors.New("connmux: closed")
+
+// Config configures a Mux.
+type Config struct {
+	// TLS is the server side of mutual TLS: it must require and verify
+	// client certificates. Required.
+	TLS *tls.Config
+	// HandshakeTimeout bounds the handshake and the first byte: a client
+	// that does not authenticate and speak in this time is dropped, so an
+	// unauthenticated one cannot hold a connection. Default 10s.
+	HandshakeTimeout time.Duration
+	// Logger gets refused connections at debug level. Default: discard.
+	Logger *slog.Logger
+}
+
+// Mux accepts connections on one listener and routes them by their first
+// byte. Register the listeners (Listener, Default) before Serve.
+type Mux struct {
+	cfg       Config
+	ln        net.Listener
+	advertise net.Addr
+
+	mu    sync.Mutex
+	kinds map[byte]*listener
+	def   *listener
+
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// Listen binds bind and advertises the bound port on advertiseHost ("":
+// the bound address). It does not accept until Serve.
+func Listen(bind, advertiseHost string, cfg Config) (*Mux, error) {
+	if cfg.TLS == nil || cfg.TLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		return nil, errors.New("connmux: TLS must require and verify client certificates")
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	var advertise net.Addr = ln.Addr()
+	if advertiseHost != "" {
+		port := ln.Addr().(*net.TCPAddr).Port
+		a, err := net.ResolveTCPAddr("tcp", net.JoinHostPort(advertiseHost, strconv.Itoa(port)))
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("connmux: advertise host: %w", err)
+		}
+		advertise = a
+	}
+	return &Mux{cfg: cfg, ln: ln, advertise: advertise, kinds: map[byte]*listener{}, done: make(chan struct{})}, nil
+}
+
+// Addr is the advertised address.
+func (m *Mux) Addr() net.Addr { return m.advertise }
+
+// Listener returns the listener for connections of kind, which it
+// receives with that first byte consumed.
+func (m *Mux) Listener(kind byte) net.Listener {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kinds[kind] == nil {
+		m.kinds[kind] = m.newListener()
+	}
+	return m.kinds[kind]
+}
+
+// Default returns the listener for connections whose first byte names no
+// registered kind; they arrive with that byte still to be read. Without a
+// Default listener such connections are closed.
+func (m *Mux) Default() net.Listener {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.def == nil {
+		m.def = m.newListener()
+	}
+	return m.def
+}
+
+// Serve accepts connections until Close, in a goroutine the Mux owns.
+func (m *Mux) Serve() {
+	m.wg.Go(m.acceptLoop)
+}
+
+func (m *Mux) acceptLoop() {
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			m.cfg.Logger.Warn("internal port accept", "err", err)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(50 * time.Millisecond): // e.g. EMFILE: do not spin
+			}
+			continue
+		}
+		m.wg.Go(func() { m.route(c) })
+	}
+}
+
+// route authenticates c, reads its first byte and hands it over; the
+// accept loop never waits on one client.
+func (m *Mux) route(raw net.Conn) {
+	tc := tls.Server(raw, m.cfg.TLS)
+	kind, err := m.open(tc)
+	if err != nil {
+		m.cfg.Logger.Debug("internal port: connection refused", "remote", raw.RemoteAddr().String(), "err", err)
+		raw.Close()
+		return
+	}
+	m.mu.Lock()
+	l, consumed := m.kinds[kind], true
+	if l == nil {
+		l, consumed = m.def, false
+	}
+	m.mu.Unlock()
+	if l == nil {
+		raw.Close()
+		return
+	}
+	var c net.Conn = tc
+	if !consumed {
+		c = &Conn{Conn: tc, first: []byte{kind}}
+	}
+	l.hand(c, m.done, m.cfg.HandshakeTimeout)
+}
+
+// open completes the handshake and reads the first byte within
+// HandshakeTimeout.
+func (m *Mux) open(tc *tls.Conn) (byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return 0, fmt.Errorf("handshake: %w", err)
+	}
+	_ = tc.SetReadDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
+	var b [1]byte
+	if _, err := tc.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("first byte: %w", err)
+	}
+	_ = tc.SetReadDeadline(time.Time{})
+	return b[0], nil
+}
+
+// Close stops accepting, closes every listener and waits for the Mux's
+// goroutines. Connections already handed over belong to their protocol.
+// Safe to call twice.
+func (m *Mux) Close() error {
+	var err error
+	m.once.Do(func() {
+		close(m.done)
+		err = m.ln.Close()
+		m.wg.Wait()
+	})
+	return err
+}
+
+// Dial connects to addr over mutual TLS, completes the handshake and, for
+// kind other than 0, sends kind as the connection's first byte.
+func Dial(ctx context.Context, addr string, kind byte, cfg *tls.Config) (net.Conn, error) {
+	d := tls.Dialer{NetDialer: &net.Dialer{KeepAlive: 30 * time.Second}, Config: cfg}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if kind != 0 {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = c.SetWriteDeadline(dl)
+		}
+		if _, err := c.Write([]byte{kind}); err != nil {
+			c.Close()
+			return nil, err
+		}
+		_ = c.SetWriteDeadline(time.Time{})
+	}
+	return c, nil
+}
+
+// Conn is a routed connection whose first byte is read again. Its
+// ConnectionState is the TLS connection's, so a protocol can read the
+// peer's verified certificate.
+type Conn struct {
+	*tls.Conn
+	first []byte
+}
+
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(c.first) > 0 && len(p) > 0 {
+		n := copy(p, c.first)
+		c.first = c.first[n:]
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}

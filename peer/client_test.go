@@ -1,0 +1,70 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestHTTP2CarriesABurstOnAFewConnections: with HTTP2, a burst of calls to
+// a peer the client has no connection to yet opens at most a few
+// connections (each one a TLS handshake in a node), all speaking HTTP/2,
+// instead of one per call (HTTP/1.1 would open about 200).
+func TestHTTP2CarriesABurstOnAFewConnections(t *testing.T) {
+	var protos sync.Map
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos.Store(r.Proto, true)
+		time.Sleep(20 * time.Millisecond) // the calls overlap
+		w.WriteHeader(http.StatusOK)
+	}))
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	defer srv.Close()
+	var dials atomic.Int32
+	c := NewClient(ClientConfig{Self: "n1", HTTP2: true, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}})
+	defer c.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	var wg sync.WaitGroup
+	for range 200 {
+		wg.Go(func() {
+			if err := c.Replicate(t.Context(), addr, &Entry{Key: "k", Status: 200, StoredAt: 1}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := dials.Load(); n > 16 { // HTTP/1.1 would open about 200
+		t.Errorf("%d connections for 200 calls, want a few", n)
+	}
+	protos.Range(func(p, _ any) bool {
+		if p != "HTTP/2.0" {
+			t.Errorf("a call went over %v, want HTTP/2.0 only", p)
+		}
+		return true
+	})
+}
+
+// TestAFailedDialIsNotSent: a connection that cannot be opened, the TLS
+// handshake included, proves the message never left.
+func TestAFailedDialIsNotSent(t *testing.T) {
+	refused := errors.New("handshake: bad certificate")
+	c := NewClient(ClientConfig{Self: "n1", HTTP2: true, Dial: func(context.Context, string) (net.Conn, error) { return nil, refused }})
+	defer c.Close()
+	err := c.Replicate(t.Context(), "127.0.0.1:1", &Entry{Key: "k", Status: 200, StoredAt: 1})
+	if !errors.Is(err, ErrNotSent) || !strings.Contains(err.Error(), refused.Error()) {
+		t.Fatalf("err = %v, want ErrNotSent naming the dial's error", err)
+	}
+}
