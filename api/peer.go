@@ -111,7 +111,10 @@ func (l namingListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, _ := l.sender(c)
+	name, ok := l.sender(c)
+	if !ok {
+		name = ""
+	}
 	return namedConn{Conn: c, name: name}, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 
 	"github.com/levee/levee/peer"
@@ -106,4 +108,53 @@ func peerCall(h http.Handler, path string, body []byte, sender string) *httptest
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body)))
 	return w
+}
+
+// TestServePeersNamesEachConnectionsSenderAndStopsClean: over a real
+// listener, a call on a connection the Sender names is served as from that
+// node (HTTP/2, as nodes speak it), one it names no node for is refused
+// with 401, and Shutdown leaves no goroutine behind (TestMain's goleak).
+func TestServePeersNamesEachConnectionsSenderAndStopsClean(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named atomic.Bool
+	seen := make(chan string, 2)
+	s := newTestServer(t, &fakeEngine{resp: okResponse()}, nil)
+	ps := s.ServePeers(ln, PeerConfig{
+		Sender: func(net.Conn) (string, bool) { return "n2", named.Load() },
+		Endpoints: []PeerEndpoint{{Path: peer.PathLookup, Serve: func(ctx context.Context, _ []byte) ([]byte, error) {
+			from, _ := peer.Sender(ctx)
+			seen <- from
+			return peer.Encode(&peer.LookupResponse{V: peer.Version})
+		}}},
+	})
+	defer ps.Shutdown(context.Background())
+	for _, tc := range []struct {
+		name    string
+		named   bool
+		wantErr bool
+	}{{"named connection", true, false}, {"unnamed connection", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			named.Store(tc.named)
+			c := peer.NewClient(peer.ClientConfig{Self: "n2", HTTP2: true, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", addr)
+			}})
+			defer c.Close()
+			_, _, err := c.Lookup(t.Context(), ln.Addr().String(), &peer.LookupRequest{Key: "k"})
+			if gotErr := err != nil; gotErr != tc.wantErr {
+				t.Fatalf("Lookup err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, peer.ErrNotSent) {
+				t.Fatalf("a refused sender: %v, want ErrNotSent (401 before anything is read)", err)
+			}
+			if !tc.wantErr {
+				if from := <-seen; from != "n2" {
+					t.Fatalf("served as from %q, want n2", from)
+				}
+			}
+		})
+	}
 }
