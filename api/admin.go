@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/proxy"
 )
 
@@ -202,6 +204,15 @@ func (s *Server) checkAdmin(r *http.Request) error {
 		return ErrUnauthorized
 	}
 	return nil
+}
+
+// ClusterStatus is the /-/cluster document (its JSON names are part of the
+// HTTP contract).
+type ClusterStatus struct {
+	Node    string                 `json:"node"`
+	HTTP    string                 `json:"http"`
+	Members []cluster.MemberStatus `json:"members"`
+	Raft    *consensus.Status      `json:"raft,omitempty"`
 }
 
 func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {

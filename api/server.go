@@ -76,9 +76,9 @@ type Config struct {
 	// instead, and one wrapping consensus.ErrDamaged a fixed "degraded:
 	// raft store damaged" sentence.
 	Ready func() error
-	// Status adds node/cluster details to /-/cluster. Default nil: the
-	// endpoint reports only this node.
-	Status func() any
+	// Status is the /-/cluster document. Default nil: the endpoint
+	// reports only this node.
+	Status func() ClusterStatus
 	// Seats backs POST /-/leave and DELETE /-/cluster/members/{name}.
 	// Default nil: both answer 404.
 	Seats Seats

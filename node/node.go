@@ -263,14 +263,9 @@ func (n *Node) ready() error {
 }
 
 // Status is the node's /-/cluster document.
-type Status struct {
-	Node    string                 `json:"node"`
-	HTTP    string                 `json:"http"`
-	Members []cluster.MemberStatus `json:"members"`
-	Raft    *consensus.Status      `json:"raft,omitempty"`
-}
+type Status = api.ClusterStatus
 
-func (n *Node) status() any {
+func (n *Node) status() api.ClusterStatus {
 	st := Status{Node: n.cfg.Node.Name, HTTP: advertised(n.cfg.Node.Advertise, n.HTTPAddr())}
 	if n.cluster != nil {
 		st.Members = n.cluster.status()
