@@ -192,6 +192,9 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 	if err := peer.Decode(b, &fr); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 	}
+	if err := sameSender(r, fr.From); err != nil {
+		return err
+	}
 	if err := checkPath(fr.Path); err != nil {
 		return err
 	}
@@ -228,10 +231,10 @@ func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte
 	if err := peer.Decode(b, &m); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 	}
-	from, _ := peer.Sender(r.Context())
-	if m.From != from {
-		return fmt.Errorf("%w: proposal from %q sent as %q", ErrBadPeerFrame, m.From, from)
+	if err := sameSender(r, m.From); err != nil {
+		return err
 	}
+	from, _ := peer.Sender(r.Context())
 	res := &peer.RaftApplyResult{V: peer.Version}
 	data, err := ra.ApplyFromPeer(r.Context(), from, m.Data)
 	if errors.Is(err, consensus.ErrRefused) {
@@ -250,11 +253,23 @@ func serveRaftRemove(w http.ResponseWriter, r *http.Request, b []byte, rr RaftRe
 	if err := peer.Decode(b, &m); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadPeerFrame, err)
 	}
+	if err := sameSender(r, m.From); err != nil {
+		return err
+	}
 	res := &peer.RaftRemoveResult{V: peer.Version}
 	if err := rr.RemoveFromPeer(r.Context(), m.ID); err != nil {
 		res.Err = err.Error()
 	}
 	return writeMsgpack(w, res)
+}
+
+// sameSender refuses a message whose own From is not the node its
+// connection's certificate names: the certificate is the identity.
+func sameSender(r *http.Request, from string) error {
+	if sender, _ := peer.Sender(r.Context()); from != sender {
+		return fmt.Errorf("%w: message from %q sent by %q", ErrBadPeerFrame, from, sender)
+	}
+	return nil
 }
 
 func writeMsgpack(w http.ResponseWriter, v any) error {

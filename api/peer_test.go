@@ -158,3 +158,29 @@ func TestServePeersNamesEachConnectionsSenderAndStopsClean(t *testing.T) {
 		})
 	}
 }
+
+// TestAPeerMessageSpeaksOnlyForItsSender: a forward or a Raft removal
+// whose own From names another node than the connection's certificate is
+// refused with 400 before it is served.
+func TestAPeerMessageSpeaksOnlyForItsSender(t *testing.T) {
+	eng := &fakeEngine{resp: okResponse()}
+	s := newTestServer(t, eng, nil)
+	h := s.PeerHandler(PeerConfig{RaftRemove: refuseRemoval{t}})
+	fwd, _ := peer.Encode(&peer.ForwardRequest{V: peer.Version, From: "n3", Route: "comments", Method: "GET", Path: "/comments/1"})
+	rm, _ := peer.Encode(&peer.RaftRemove{V: peer.Version, From: "n3", ID: "n1"})
+	for path, body := range map[string][]byte{peer.PathForward: fwd, peer.PathRaftRemove: rm} {
+		if w := peerCall(h, path, body, "n2"); w.Code != http.StatusBadRequest {
+			t.Fatalf("%s from n3 sent by n2: %d, want 400", path, w.Code)
+		}
+	}
+	if n := len(eng.requests()); n != 0 {
+		t.Fatalf("the engine served %d forged forwards", n)
+	}
+}
+
+type refuseRemoval struct{ t *testing.T }
+
+func (r refuseRemoval) RemoveFromPeer(context.Context, string) error {
+	r.t.Error("a forged removal reached Raft")
+	return nil
+}
