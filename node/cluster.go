@@ -21,14 +21,15 @@ import (
 // part subscribes to membership events itself, in order: ring, then
 // replication, then whoever else start is given (the Raft bridge).
 type clusterPart struct {
-	self    string
-	bind    string // node.gossip
-	log     *slog.Logger
-	timings cluster.Timings
-	ml      *cluster.Membership
-	ring    *ring.Ring
-	client  *peer.Client // shared by replication and Raft forwarding
-	rep     *replica.Replicator
+	self      string
+	bind      string // node.gossip
+	advertise string // node.advertise
+	log       *slog.Logger
+	timings   cluster.Timings
+	ml        *cluster.Membership
+	ring      *ring.Ring
+	client    *peer.Client // shared by replication and Raft forwarding
+	rep       *replica.Replicator
 }
 
 func newClusterPart(cfg *config.Config, opts Options, id *clustertls.Identity, o replica.Observer, tombs replica.Tombstones, log *slog.Logger) (*clusterPart, error) {
@@ -41,7 +42,7 @@ func newClusterPart(cfg *config.Config, opts Options, id *clustertls.Identity, o
 		return nil, err
 	}
 	tlsc := id.ClientConfig()
-	c := &clusterPart{self: cfg.Node.Name, bind: cfg.Node.Gossip, log: log, timings: opts.Timings.Gossip, ml: ml, ring: rg, client: peer.NewClient(peer.ClientConfig{
+	c := &clusterPart{self: cfg.Node.Name, bind: cfg.Node.Gossip, advertise: cfg.Node.Advertise, log: log, timings: opts.Timings.Gossip, ml: ml, ring: rg, client: peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: opts.WrapPeerTransport, HTTP2: true,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			return connmux.Dial(ctx, addr, connmux.KindPeer, tlsc)
@@ -80,7 +81,7 @@ func membershipConfig(cfg *config.Config, opts Options, log *slog.Logger) cluste
 // addresses and, when this node holds Raft state, the bootstrapped flag
 // from the very first gossip.
 func (c *clusterPart) start(ctx context.Context, httpAddr, raftAddr, peerAddr string, hasRaftState bool) error {
-	if err := c.ml.Advertise(httpAddr, raftAddr, peerAddr); err != nil {
+	if err := c.ml.Advertise(advertised(c.advertise, httpAddr), raftAddr, peerAddr); err != nil {
 		return err
 	}
 	_ = c.ml.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
