@@ -55,15 +55,19 @@ func (e *RefusedError) Error() string {
 // Unwrap returns ErrRefused and Err.
 func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
 
-// RefusalReason returns the Reason of a *RefusedError in err's chain, or ""
-// when err is not a refusal.
+// RefusalReason returns the reason of a refusal in err's chain: a
+// *RefusedError's, or any other state machine's refusal with a
+// RefusalReason method (pacing's); "" when err is not a refusal.
 func RefusalReason(err error) string {
-	var re *RefusedError
+	var re interface{ RefusalReason() string }
 	if errors.As(err, &re) {
-		return re.Reason
+		return re.RefusalReason()
 	}
 	return ""
 }
+
+// RefusalReason is e.Reason.
+func (e *RefusedError) RefusalReason() string { return e.Reason }
 
 func refuse(reason, format string, args ...any) error {
 	return &RefusedError{Reason: reason, Err: fmt.Errorf(format, args...)}

@@ -320,37 +320,53 @@ type RouteBreaker struct {
 	ProbeLease Duration `yaml:"probe_lease"`
 }
 
-// RouteRetry sets how a route's upstream calls are retried.
+// RouteRetry sets how a route's upstream calls are retried. Each retry
+// reason has its own backoff; a Retry-After from the upstream outranks all
+// three, capped by RetryAfterCap.
 type RouteRetry struct {
 	// Budget bounds the wall time of one logical call, all attempts and
 	// waits included. Default 20s.
 	Budget Duration `yaml:"budget"`
 	// MaxAttempts caps attempts per logical call. Default 4; >= 1.
 	MaxAttempts int `yaml:"max_attempts"`
-	// Network is the backoff after a connection error or timeout.
-	// Default {base: 150ms, cap: 3s, jitter: 0}.
+	// Network is the backoff after a connection error or a timeout (an
+	// attempt cut by AttemptTimeout included). Default {base: 150ms, cap:
+	// 3s, jitter: none}: the brief's exact 150, 300, 600 ms, …
 	Network Backoff `yaml:"network"`
-	// RateLimit is the backoff after a 429. Default {base: 1s, cap: 10s,
-	// jitter: 0.3}.
+	// ServerError is the backoff after a 500, 502, 503 or 504 without
+	// Retry-After. Default {base: 300ms, cap: 5s, jitter: full}: callers
+	// that failed together must not retry together, and full jitter's mean
+	// (half the ceiling: 150, 300, 600 ms, …) matches the network schedule
+	// a 5xx used before.
+	ServerError Backoff `yaml:"server_error"`
+	// RateLimit is the backoff after a 429 without Retry-After. Default
+	// {base: 1s, cap: 10s, jitter: 0.3}: the brief's 30 % for the retry
+	// layer, drawn below the ceiling, so a throttled call waits at least
+	// 70 % of it; full jitter, the brief's choice for its queue, could
+	// send it back at once.
 	RateLimit Backoff `yaml:"rate_limit"`
 	// RetryAfterCap caps a wait asked for by a Retry-After header.
 	// Default 30s.
 	RetryAfterCap Duration `yaml:"retry_after_cap"`
-	// AttemptTimeout bounds one attempt. Default 0: whatever remains of
-	// Budget; when set, at most Budget.
+	// AttemptTimeout bounds one attempt, body read included; an attempt it
+	// cuts is a timeout, retried on the network backoff. Default 10s, as
+	// in the brief; 0 means no per-attempt bound. Budget bounds every
+	// attempt whatever this says.
 	AttemptTimeout Duration `yaml:"attempt_timeout"`
 }
 
-// Backoff is an exponential backoff: Base doubled per attempt up to Cap,
-// with a random fraction of up to Jitter applied to each wait.
+// Backoff is an exponential backoff: the ceiling of the wait before the
+// n-th retry is Base·2^(n−1), at most Cap, and each wait is drawn at or
+// below its ceiling as Jitter says. No wait exceeds Cap.
 type Backoff struct {
-	// Base is the first wait; must be > 0.
+	// Base is the first ceiling; must be > 0.
 	Base Duration `yaml:"base"`
-	// Cap is the longest wait; must be >= Base.
+	// Cap bounds every ceiling; must be >= Base.
 	Cap Duration `yaml:"cap"`
-	// Jitter is the largest random fraction of a wait, in [0, 1]; 0 means
-	// exact waits.
-	Jitter float64 `yaml:"jitter"`
+	// Jitter is full (from 0 to the ceiling), equal (from half the ceiling
+	// to it), none (the ceiling exactly) or a number f in [0, 1] (from
+	// ceiling·(1−f) to it); see Jitter.
+	Jitter Jitter `yaml:"jitter"`
 }
 
 // RouteLimits caps a route's calls per upstream host.
@@ -417,11 +433,13 @@ func DefaultRoute() Route {
 			ProbeLease: Duration(30 * time.Second),
 		},
 		Retry: RouteRetry{
-			Budget:        Duration(20 * time.Second),
-			MaxAttempts:   4,
-			Network:       Backoff{Base: Duration(150 * time.Millisecond), Cap: Duration(3 * time.Second)},
-			RateLimit:     Backoff{Base: Duration(time.Second), Cap: Duration(10 * time.Second), Jitter: 0.3},
-			RetryAfterCap: Duration(30 * time.Second),
+			Budget:         Duration(20 * time.Second),
+			MaxAttempts:    4,
+			Network:        Backoff{Base: Duration(150 * time.Millisecond), Cap: Duration(3 * time.Second), Jitter: JitterNone},
+			ServerError:    Backoff{Base: Duration(300 * time.Millisecond), Cap: Duration(5 * time.Second), Jitter: JitterFull},
+			RateLimit:      Backoff{Base: Duration(time.Second), Cap: Duration(10 * time.Second), Jitter: "0.3"},
+			RetryAfterCap:  Duration(30 * time.Second),
+			AttemptTimeout: Duration(10 * time.Second),
 		},
 		Limits: RouteLimits{Inflight: 64, Rate: 50, Burst: 100},
 	}

@@ -39,7 +39,7 @@ routes:
     retry:
       budget: 20s                 # wall time for one logical call
       max_attempts: 4
-      network:    {base: 150ms, cap: 3s, jitter: 0}
+      network:    {base: 150ms, cap: 3s, jitter: none}
       rate_limit: {base: 1s, cap: 10s, jitter: 0.3}
     limits: {inflight: 64, rate: 50, burst: 100}   # per upstream host
 cache: {max_bytes: 256MiB}
@@ -62,9 +62,11 @@ func referenceRoute(name, prefix, upstream string) Route {
 		Breaker: RouteBreaker{Failures: 3, Window: sec(30), SlowCall: sec(12), OpenFor: sec(20), MinNodes: 1, ProbeLease: sec(30)},
 		Retry: RouteRetry{
 			Budget: sec(20), MaxAttempts: 4,
-			Network:       Backoff{Base: Duration(150 * time.Millisecond), Cap: sec(3)},
-			RateLimit:     Backoff{Base: sec(1), Cap: sec(10), Jitter: 0.3},
-			RetryAfterCap: sec(30),
+			Network:        Backoff{Base: Duration(150 * time.Millisecond), Cap: sec(3), Jitter: "none"},
+			ServerError:    Backoff{Base: Duration(300 * time.Millisecond), Cap: sec(5), Jitter: "full"},
+			RateLimit:      Backoff{Base: sec(1), Cap: sec(10), Jitter: "0.3"},
+			RetryAfterCap:  sec(30),
+			AttemptTimeout: sec(10),
 		},
 		Limits: RouteLimits{Inflight: 64, Rate: 50, Burst: 100},
 	}

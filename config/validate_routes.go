@@ -132,12 +132,13 @@ func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
 	}
 	v.atLeast(p+".max_attempts", r.MaxAttempts, 1)
 	v.backoff(p+".network", &r.Network)
+	v.backoff(p+".server_error", &r.ServerError)
 	v.backoff(p+".rate_limit", &r.RateLimit)
 	v.positive(p+".retry_after_cap", r.RetryAfterCap)
+	// An attempt_timeout above budget is not an error: the budget bounds
+	// every attempt anyway, and the 10s default must not fail a route
+	// whose budget is shorter.
 	v.nonNegative(p+".attempt_timeout", r.AttemptTimeout)
-	if r.AttemptTimeout > r.Budget && r.Budget > 0 {
-		v.add(p+".attempt_timeout", "%v must not exceed %s.budget (%v)", r.AttemptTimeout, p, r.Budget)
-	}
 }
 
 func (v *validator) backoff(p string, b *Backoff) {
@@ -145,7 +146,9 @@ func (v *validator) backoff(p string, b *Backoff) {
 	if b.Cap < b.Base {
 		v.add(p+".cap", "%v must be >= %s.base (%v)", b.Cap, p, b.Base)
 	}
-	v.check(b.Jitter >= 0 && b.Jitter <= 1, p+".jitter", "must be in [0, 1]")
+	if _, err := b.Jitter.Fraction(); err != nil {
+		v.add(p+".jitter", "%v", err)
+	}
 }
 
 func (v *validator) limits(p string, l *RouteLimits) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/pacing"
 )
 
 // TagBreaker is the breaker table's tag in the Raft log (consensus.Mux):
@@ -20,25 +21,47 @@ import (
 // finish the upgrade before a second machine is used (docs/runbook.md).
 const TagBreaker consensus.Tag = 1
 
-// StateMachines is the Mux of everything the Raft log replicates: today the
+// TagPacing is the upstream hosts' pauses (package pacing): a host that
+// answered Retry-After is paused on every node until then. Once it holds
+// state, snapshots take the Mux's format, which the release before the Mux
+// cannot read (see TagBreaker).
+const TagPacing consensus.Tag = 2
+
+// Machines are the state the Raft log replicates and what a leader checks
+// forwarded commands against.
+type Machines struct {
+	// Breakers is the breaker table; Routes gives each configured route's
+	// settings (nil: every forwarded breaker command is refused).
+	Breakers *breaker.Table
+	Routes   func(string) (breaker.Settings, bool)
+	// Pauses is the hosts' pauses; Hosts reports whether a route calls a
+	// host (nil: every forwarded pause is refused).
+	Pauses *pacing.Table
+	Hosts  func(string) bool
+	// Now is the clock a leader stamps into forwarded commands.
+	Now func() time.Time
+}
+
+// StateMachines is the Mux of everything the Raft log replicates: the
 // breaker table, which is also the legacy machine, because data dirs
 // written before the Mux hold its bare commands and bare table snapshots
-// (node/testdata/v1-datadir, node/upgrade_test.go). now is the clock a
-// leader stamps into forwarded breaker commands; routes is what it checks
-// them against (nil: every forwarded command is refused).
-func StateMachines(t *breaker.Table, now func() time.Time, routes func(string) (breaker.Settings, bool)) (*consensus.Mux, error) {
+// (node/testdata/v1-datadir, node/upgrade_test.go), and the hosts' pauses.
+func StateMachines(m Machines) (*consensus.Mux, error) {
 	mux, err := consensus.NewMux(TagBreaker)
 	if err != nil {
 		return nil, err
 	}
-	return mux, mux.Register(TagBreaker, "breaker", breaker.StateMachine{Table: t, Now: now, Routes: routes})
+	if err := mux.Register(TagBreaker, "breaker", breaker.StateMachine{Table: m.Breakers, Now: m.Now, Routes: m.Routes}); err != nil {
+		return nil, err
+	}
+	return mux, mux.Register(TagPacing, "pacing", pacing.StateMachine{Table: m.Pauses, Now: m.Now, Hosts: m.Hosts})
 }
 
 // Recover rewrites the Raft configuration in cc's data dir to exactly
 // voters, keeping every state machine's committed state (`levee
 // recover`). See consensus.Recover and docs/runbook.md.
 func Recover(cc consensus.Config, voters []consensus.Peer) error {
-	sm, err := StateMachines(breaker.NewTable(nil), nil, nil) // applies only: nothing to check
+	sm, err := StateMachines(Machines{Breakers: breaker.NewTable(nil), Pauses: pacing.NewTable()}) // applies only: nothing to check
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/raftgossip"
 )
@@ -28,6 +29,10 @@ type Config struct {
 	// Routes gives each configured route's breaker settings; a leader
 	// checks forwarded commands against it. Required.
 	Routes func(string) (breaker.Settings, bool)
+	// Hosts reports whether a configured route calls an upstream host; a
+	// leader refuses pauses of any other. Default nil: every forwarded
+	// pause is refused.
+	Hosts func(string) bool
 	// Now is the clock a leader stamps commands with and the breakers run
 	// on. Default time.Now.
 	Now func() time.Time
@@ -64,6 +69,7 @@ type Plane struct {
 	Node     *consensus.Node
 	Mux      *consensus.Mux      // the state machines the log replicates
 	Breaker  *breaker.Replicated // which breaker answers a call
+	Pauser   *pacing.Pauser      // the hosts' pauses: read, and proposed
 	Proposer breaker.Proposer    // commits breaker commands (and admin ones)
 	Gossip   *raftgossip.Bridge  // gossip view in, Raft state out
 }
@@ -88,12 +94,15 @@ func New(cfg Config) (*Plane, error) {
 		p.Gossip.Formed()
 	}
 	var err error
-	if p.Mux, err = StateMachines(cfg.Table, cfg.Now, cfg.Routes); err != nil {
+	pauses := pacing.NewTable()
+	if p.Mux, err = StateMachines(Machines{Breakers: cfg.Table, Routes: cfg.Routes, Pauses: pauses, Hosts: cfg.Hosts, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
 	if p.Node, err = consensus.New(cc, p.Mux); err != nil {
 		return nil, err
 	}
+	p.Pauser = &pacing.Pauser{Node: cfg.Node, Committed: pauses, Submit: p.Mux.Submitter(TagPacing, p.Node.Propose),
+		Now: cfg.Now, Timeout: cfg.ProposeTimeout, Logger: cfg.Logger.With("subsystem", "pacing")}
 	p.Gossip = raftgossip.New(raftgossip.Config{
 		Members: cfg.Members, Reconcile: p.Node.Reconcile, HasState: p.Node.HasState,
 		SetBootstrapped: cfg.SetBootstrapped, Poll: cfg.PublishPoll, Logger: cfg.Logger,

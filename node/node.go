@@ -21,6 +21,7 @@ import (
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/control"
 	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/replica"
@@ -69,6 +70,7 @@ type Node struct {
 	metrics  *metrics.Metrics
 	cache    *store.Cache
 	upstream *upstream.Client
+	pauses   *pacing.Pauser // the hosts' pauses: the control plane's, or this node's own
 	table    *breaker.Table
 	engine   *proxy.Engine
 	api      *api.Server
@@ -115,15 +117,6 @@ func (n *Node) wire() error {
 	if n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now}); err != nil {
 		return err
 	}
-	rtls, err := routecfg.TLS(n.cfg)
-	if err != nil {
-		return err
-	}
-	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"), Observer: n.metrics,
-		MaxCalls: n.cfg.Node.MaxInflightFetches})
-	if err != nil {
-		return err
-	}
 	if n.cfg.Node.Raft != "" { // the internal port's certificate
 		if n.identity, err = clusterIdentity(n.cfg); err != nil {
 			return err
@@ -137,6 +130,9 @@ func (n *Node) wire() error {
 	n.table = breaker.NewTable(n.onTransition)
 	gate, proposer, err := n.wireBreaker()
 	if err != nil {
+		return err
+	}
+	if err := n.wireUpstream(); err != nil {
 		return err
 	}
 	if err := n.wireEngine(gate); err != nil {
@@ -164,6 +160,22 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 		n.cluster.ml.Subscribe(func(cluster.Event) { n.raft.Gossip.Reconcile() })
 	}
 	return n.raft, n.raft.Proposer, nil
+}
+
+// wireUpstream builds the upstream client, paced by the cluster's pauses
+// of each host (the control plane's), or by this node's own without Raft.
+func (n *Node) wireUpstream() error {
+	rtls, err := routecfg.TLS(n.cfg)
+	if err != nil {
+		return err
+	}
+	n.pauses = &pacing.Pauser{Node: n.cfg.Node.Name, Now: n.opts.Now}
+	if n.raft != nil {
+		n.pauses = n.raft.Pauser
+	}
+	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"),
+		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses})
+	return err
 }
 
 func (n *Node) wireEngine(gate proxy.Gate) error {
@@ -288,6 +300,14 @@ func (n *Node) registerGauges() {
 		func() float64 { return float64(n.upstream.InFlightCalls()) })
 	n.metrics.GaugeFunc("levee_cache_tombstones", "Tombstones of writes held (bounded; each ends after its documented time).", func() float64 { return float64(n.cache.Stats().Tombstones) })
 	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
+	n.metrics.LabeledGaugeFunc("levee_upstream_host_paused_until_seconds", "When each paused upstream host's pause ends (unix seconds): a Retry-After it answered, held by every node.",
+		"host", func() map[string]float64 {
+			out := map[string]float64{}
+			for h, until := range n.pauses.Paused() {
+				out[h] = float64(until.UnixNano()) / 1e9
+			}
+			return out
+		})
 	if r := n.raft; r != nil {
 		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
 			func() float64 { return boolGauge(r.Node.Damaged() != nil) })
@@ -460,6 +480,7 @@ func (n *Node) close(graceful bool) error {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
+			n.raft.Pauser.Close() // its proposals, each bounded
 			n.closeErr = n.raft.Node.Close()
 		}
 		if n.internal != nil {

@@ -22,13 +22,17 @@ func (n *Node) newControl() (*control.Plane, error) {
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := routecfg.Hosts(n.cfg)
+	if err != nil {
+		return nil, err
+	}
 	cc := consensusConfig(n.cfg, n.opts, n.log.With("subsystem", "raft"))
 	cc.TLS = &consensus.TLS{Server: n.identity.ServerConfig(), Client: n.identity.ClientConfig()}
 	if n.opts.RaftTransport == nil {
 		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
 	}
 	pc := control.Config{
-		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: routes, Now: n.opts.Now,
+		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: routes, Hosts: hosts, Now: n.opts.Now,
 		CatchUpGrace: n.opts.Timings.CatchUpGrace, PublishPoll: n.opts.Timings.PublishPoll,
 		OnCommit:  func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
 		OnLeader:  n.metrics.LeaderChanges.Inc,

@@ -23,6 +23,10 @@ func Route(r *config.Route) (*proxy.Route, error) {
 	if err != nil {
 		return nil, err
 	}
+	retry, err := retryPolicy(&r.Retry)
+	if err != nil {
+		return nil, fmt.Errorf("route %q: %w", r.Name, err)
+	}
 	return &proxy.Route{
 		Name:              r.Name,
 		Prefix:            r.Prefix,
@@ -48,14 +52,7 @@ func Route(r *config.Route) (*proxy.Route, error) {
 			MinNodes:   r.Breaker.MinNodes,
 			ProbeLease: r.Breaker.ProbeLease.D(),
 		},
-		Retry: upstream.Retry{
-			Budget:         r.Retry.Budget.D(),
-			MaxAttempts:    r.Retry.MaxAttempts,
-			Network:        policy(r.Retry.Network),
-			RateLimit:      policy(r.Retry.RateLimit),
-			RetryAfterCap:  r.Retry.RetryAfterCap.D(),
-			AttemptTimeout: r.Retry.AttemptTimeout.D(),
-		},
+		Retry:  retry,
 		Limits: upstream.Limits{Inflight: r.Limits.Inflight, Rate: r.Limits.Rate, Burst: r.Limits.Burst},
 	}, nil
 }
@@ -93,8 +90,39 @@ func TLS(cfg *config.Config) (map[string]upstream.TLS, error) {
 	return out, nil
 }
 
-func policy(b config.Backoff) upstream.Policy {
-	return upstream.Policy{Base: b.Base.D(), Cap: b.Cap.D(), Jitter: b.Jitter}
+// retryPolicy maps a route's retry keys. An attempt_timeout of 0 (no
+// per-attempt bound) becomes the budget, because upstream reads a zero
+// AttemptTimeout as its 10s default and a budget-long one never binds.
+func retryPolicy(r *config.RouteRetry) (upstream.Retry, error) {
+	network, err := policy("network", r.Network)
+	if err != nil {
+		return upstream.Retry{}, err
+	}
+	serverError, err := policy("server_error", r.ServerError)
+	if err != nil {
+		return upstream.Retry{}, err
+	}
+	rateLimit, err := policy("rate_limit", r.RateLimit)
+	if err != nil {
+		return upstream.Retry{}, err
+	}
+	attempt := r.AttemptTimeout.D()
+	if attempt == 0 {
+		attempt = r.Budget.D()
+	}
+	return upstream.Retry{Budget: r.Budget.D(), MaxAttempts: r.MaxAttempts,
+		Network: network, ServerError: serverError, RateLimit: rateLimit,
+		RetryAfterCap: r.RetryAfterCap.D(), AttemptTimeout: attempt}, nil
+}
+
+// policy maps one backoff; its jitter was checked by Validate, but a
+// Config built in code may not have been.
+func policy(key string, b config.Backoff) (upstream.Policy, error) {
+	f, err := b.Jitter.Fraction()
+	if err != nil {
+		return upstream.Policy{}, fmt.Errorf("retry.%s.jitter: %w", key, err)
+	}
+	return upstream.Policy{Base: b.Base.D(), Cap: b.Cap.D(), Jitter: f}, nil
 }
 
 // Infos is what the API needs of each route to match requests.
@@ -136,4 +164,18 @@ func BreakerSettings(cfg *config.Config) (func(string) (breaker.Settings, bool),
 		s, ok := settings[name]
 		return s, ok
 	}, nil
+}
+
+// Hosts reports whether a configured route calls an upstream host (keyed
+// as upstream.HostKey): the leader refuses a forwarded pause of any other.
+func Hosts(cfg *config.Config) (func(string) bool, error) {
+	hosts := map[string]bool{}
+	for i := range cfg.Routes {
+		u, err := upstreamURL(&cfg.Routes[i])
+		if err != nil {
+			return nil, err
+		}
+		hosts[upstream.HostKey(u)] = true
+	}
+	return func(h string) bool { return hosts[h] }, nil
 }

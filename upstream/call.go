@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"github.com/cenkalti/backoff/v5"
 )
 
 // Retry reasons, as passed to Observer.RetryWait.
@@ -33,13 +31,14 @@ type call struct {
 	start      time.Time
 	deadline   time.Time
 	host       string
+	hostKey    string            // HostKey: what caps and pauses are keyed by
 	transport  http.RoundTripper // the route's (see Config.RouteTLS)
 	hl         *hostLimiter
 	replayable bool
 	maxBody    int64
 	header     http.Header
 
-	network, rateLimit *backoff.ExponentialBackOff // created on first use
+	network, serverError, rateLimit *schedule // created on first use
 
 	attempts  int           // attempts that passed admission (sent)
 	firstSent time.Time     // when the first of them left; zero before
@@ -122,6 +121,9 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 // attempt sends the request once under the caps.
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
+	if err := k.holdForPause(); err != nil {
+		return nil, err
+	}
 	if err := k.c.admit(k.budgetCtx, k.host, k.hl); err != nil {
 		return nil, err
 	}
@@ -130,19 +132,39 @@ func (k *call) attempt() (*Response, error) {
 	k.c.obs.InFlight(k.host, 1)
 	defer k.c.obs.InFlight(k.host, -1)
 
-	ctx, cancel := k.budgetCtx, context.CancelFunc(func() {})
-	if k.retry.AttemptTimeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, k.retry.AttemptTimeout)
-	}
+	ctx, cancel := k.attemptCtx()
 	defer cancel()
 	t0 := time.Now()
 	res, err := k.roundTrip(ctx)
+	err = k.timedOut(ctx, err)
 	status := 0
 	if res != nil {
 		status = res.Status
 	}
 	k.c.obs.Attempt(k.req.Route, k.host, status, err, time.Since(t0))
+	k.notePause(res)
 	return res, err
+}
+
+// attemptCtx bounds one attempt by Retry.AttemptTimeout, unless the budget
+// ends first anyway: then the budget's deadline alone cuts it, so a cut at
+// the budget is never mistaken for an attempt timeout.
+func (k *call) attemptCtx() (context.Context, context.CancelFunc) {
+	if !time.Now().Add(k.retry.AttemptTimeout).Before(k.deadline) {
+		return k.budgetCtx, func() {}
+	}
+	return context.WithTimeout(k.budgetCtx, k.retry.AttemptTimeout)
+}
+
+// timedOut marks err as ErrAttemptTimeout when the attempt's own timeout
+// cut it, rather than the budget (whose deadline the attempt inherits) or
+// the caller. Such an attempt is then a timeout: retried on the Network
+// schedule like a dropped connection, as the brief says.
+func (k *call) timedOut(attemptCtx context.Context, err error) error {
+	if err == nil || attemptCtx.Err() != context.DeadlineExceeded || k.budgetCtx.Err() != nil {
+		return err
+	}
+	return fmt.Errorf("%w after %v: %w", ErrAttemptTimeout, k.retry.AttemptTimeout, err)
 }
 
 // roundTrip sends one HTTP request and reads the whole body, so the
@@ -210,7 +232,10 @@ func readBody(res *http.Response, limit int64) ([]byte, error) {
 	}
 }
 
-// retryReason classifies an attempt: "" when it must not be retried.
+// retryReason classifies an attempt: "" when it must not be retried. Any
+// other transport error, ErrAttemptTimeout included, is a network failure
+// (the brief's "dropped connection, timeout"), retried on the exact
+// Network schedule.
 func retryReason(res *Response, err error) string {
 	if err != nil {
 		if permanent(err) {
@@ -250,27 +275,20 @@ func (k *call) nextWait(res *Response, reason string) (wait time.Duration, why s
 	return min(ra, k.retry.RetryAfterCap), reasonRetryAfter, ra
 }
 
-// policyWait draws the next delay: ExponentialBackOff gives the doubling
-// schedule with its RandomizationFactor at 0, and the jitter is applied
-// here, because backoff draws from the global source and tests inject one.
+// policyWait draws the next wait on the reason's own schedule: a 429
+// between two 5xx does not advance the 5xx ceiling.
 func (k *call) policyWait(reason string) time.Duration {
-	p, b := k.retry.Network, &k.network
-	if reason == reason429 {
-		p, b = k.retry.RateLimit, &k.rateLimit
+	s, p := &k.network, k.retry.Network
+	switch reason {
+	case reason429:
+		s, p = &k.rateLimit, k.retry.RateLimit
+	case reason5xx:
+		s, p = &k.serverError, k.retry.ServerError
 	}
-	if *b == nil {
-		*b = &backoff.ExponentialBackOff{InitialInterval: p.Base, Multiplier: 2, MaxInterval: p.Cap}
-		(*b).Reset()
+	if *s == nil {
+		*s = newSchedule(p)
 	}
-	return jitter((*b).NextBackOff(), p.Jitter, k.c.rand())
-}
-
-// jitter spreads d uniformly over [d*(1-j), d*(1+j)] given r in [0, 1).
-func jitter(d time.Duration, j, r float64) time.Duration {
-	if j == 0 {
-		return d
-	}
-	return time.Duration(float64(d) * (1 - j + 2*j*r))
+	return (*s).next(k.c.rand())
 }
 
 // report writes the retry's log line and observer hook.

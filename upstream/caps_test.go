@@ -81,10 +81,10 @@ func TestRateSpacesAttempts(t *testing.T) {
 
 func TestRetriesTakeTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Network retries wait 150ms, but the bucket refills one token per
-		// second: every retry waits for its own token.
+		// 5xx retries wait 150 and 300ms at mid draw, but the bucket
+		// refills one token per second: every retry waits for its own token.
 		s := &script{steps: []step{status(503), status(503), status(200)}}
-		c := newClient(t, Config{Transport: s})
+		c := newClient(t, Config{Transport: s, Rand: fixedRand(0.5)})
 		req := getReq(t, "https://api.example/x")
 		req.Limits = Limits{Rate: 1, Burst: 1}
 		if _, err := c.Do(t.Context(), req); err != nil {
@@ -114,7 +114,9 @@ func TestLimitedWhenWaitDoesNotFit(t *testing.T) {
 				s := &script{steps: []step{{status: 200, delay: tt.hold}}}
 				c := newClient(t, Config{Transport: s})
 				first := getReq(t, "https://api.example/x")
-				first.Limits, first.Retry = tt.limits, Retry{Budget: 2 * time.Hour}
+				// The first call's slow answer must outlast the default
+				// attempt timeout (10s) to hold its slot.
+				first.Limits, first.Retry = tt.limits, Retry{Budget: 2 * time.Hour, AttemptTimeout: 2 * time.Hour}
 				done := make(chan error, 1)
 				go func() { _, err := c.Do(t.Context(), first); done <- err }()
 				synctest.Wait() // the first call holds its token or slot

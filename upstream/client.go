@@ -22,6 +22,10 @@ var (
 	// ErrUnavailable: every attempt failed at the network level (→ 502);
 	// the error also wraps the last network error.
 	ErrUnavailable = errors.New("upstream: unavailable")
+	// ErrAttemptTimeout: one attempt ran past Retry.AttemptTimeout. It is a
+	// timeout, retried on the Network schedule; after the last attempt
+	// ErrUnavailable wraps it (and the context.DeadlineExceeded under it).
+	ErrAttemptTimeout = errors.New("upstream: attempt timed out")
 	// ErrTooLarge: a response body exceeded Request.MaxBody; not retried.
 	ErrTooLarge = errors.New("upstream: response body too large")
 	// ErrLimited: waiting for a slot or a token did not fit in the budget
@@ -107,6 +111,7 @@ type Client struct {
 	rand      func() float64
 	global    *semaphore.Weighted
 	calls     callCap // Config.MaxCalls
+	pacing    Pacing  // Config.Pacing; nil: none
 
 	mu    sync.Mutex
 	hosts map[string]*hostLimiter // by scheme://host:port; grows with distinct hosts
@@ -132,6 +137,7 @@ func New(cfg Config) (*Client, error) {
 		rand:      cfg.Rand,
 		global:    semaphore.NewWeighted(int64(cfg.GlobalInflight)),
 		calls:     callCap{max: int64(cfg.MaxCalls)},
+		pacing:    cfg.Pacing,
 		hosts:     make(map[string]*hostLimiter),
 	}, nil
 }
@@ -194,6 +200,7 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 		start: now, deadline: now.Add(r.Budget),
 		host:       req.URL.Host,
 		transport:  c.transportFor(req.Route),
+		hostKey:    hostKey(req.URL),
 		hl:         c.limiter(hostKey(req.URL), req.Limits.withDefaults()),
 		replayable: replayable(req),
 		maxBody:    req.MaxBody,

@@ -12,56 +12,50 @@ import (
 	"time"
 )
 
-// Policy is one exponential backoff schedule: Base, 2*Base, 4*Base, … capped
-// at Cap, each delay then spread uniformly over [d*(1-Jitter), d*(1+Jitter)].
-type Policy struct {
-	// Base is the first delay.
-	Base time.Duration
-	// Cap bounds the un-jittered delay.
-	Cap time.Duration
-	// Jitter is the relative spread in [0, 1]; 0 means exact delays.
-	Jitter float64
-}
-
-// Validate reports a policy that cannot produce sensible delays.
-func (p Policy) Validate() error {
-	switch {
-	case p.Base <= 0 || p.Cap < p.Base:
-		return fmt.Errorf("upstream: policy needs 0 < Base <= Cap, got %v, %v", p.Base, p.Cap)
-	case p.Jitter < 0 || p.Jitter > 1 || math.IsNaN(p.Jitter):
-		return fmt.Errorf("upstream: policy jitter %v not in [0, 1]", p.Jitter)
-	}
-	return nil
-}
-
 // Retry bounds one logical call. A zero field takes its default.
 type Retry struct {
 	// Budget bounds the whole logical call, waits included. Default 20s.
 	Budget time.Duration
 	// MaxAttempts bounds the number of attempts, the first included. Default 4.
 	MaxAttempts int
-	// Network is the schedule after a network error or a 5xx.
-	// Default {150ms, 3s, 0}. A zero Base and Cap take the default.
+	// Network is the schedule after a connection error or a timeout (an
+	// attempt cut by AttemptTimeout included). Default {150ms, 3s,
+	// JitterNone}: the brief's exact 150, 300, 600 ms, … A zero Base and
+	// Cap take the default.
 	Network Policy
-	// RateLimit is the schedule after a 429. Default {1s, 10s, 0.3}.
-	// A zero Base and Cap take the default.
+	// ServerError is the schedule after a 500, 502, 503 or 504 without
+	// Retry-After. Default {300ms, 5s, JitterFull}: callers that failed
+	// together must not retry together, and full jitter's mean wait
+	// (half the ceiling: 150, 300, 600 ms, …) is what the unjittered
+	// network schedule gave a 5xx before. A zero Base and Cap take the
+	// default.
+	ServerError Policy
+	// RateLimit is the schedule after a 429 without Retry-After. Default
+	// {1s, 10s, 0.3}: the brief's 30 %, drawn below the ceiling, so a
+	// throttled caller waits at least 70 % of it (full jitter would let it
+	// come back at once). A zero Base and Cap take the default.
 	RateLimit Policy
 	// RetryAfterCap bounds a wait the upstream asks for with Retry-After.
 	// Default 30s.
 	RetryAfterCap time.Duration
-	// AttemptTimeout bounds one attempt, body read included. Default 0: the
-	// remaining budget is the only bound.
+	// AttemptTimeout bounds one attempt, body read included; an attempt it
+	// cuts fails with ErrAttemptTimeout, a timeout retried on the Network
+	// schedule. Default 10s, as in the brief. Budget bounds every attempt
+	// whatever this says, so a value at or above Budget leaves the budget
+	// as the only bound.
 	AttemptTimeout time.Duration
 }
 
 // DefaultRetry returns the brief's reference retry settings.
 func DefaultRetry() Retry {
 	return Retry{
-		Budget:        20 * time.Second,
-		MaxAttempts:   4,
-		Network:       Policy{Base: 150 * time.Millisecond, Cap: 3 * time.Second},
-		RateLimit:     Policy{Base: time.Second, Cap: 10 * time.Second, Jitter: 0.3},
-		RetryAfterCap: 30 * time.Second,
+		Budget:         20 * time.Second,
+		MaxAttempts:    4,
+		Network:        Policy{Base: 150 * time.Millisecond, Cap: 3 * time.Second, Jitter: JitterNone},
+		ServerError:    Policy{Base: 300 * time.Millisecond, Cap: 5 * time.Second, Jitter: JitterFull},
+		RateLimit:      Policy{Base: time.Second, Cap: 10 * time.Second, Jitter: 0.3},
+		RetryAfterCap:  30 * time.Second,
+		AttemptTimeout: 10 * time.Second,
 	}
 }
 
@@ -74,14 +68,14 @@ func (r Retry) withDefaults() Retry {
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = d.MaxAttempts
 	}
-	if r.Network.Base == 0 && r.Network.Cap == 0 {
-		r.Network = d.Network
-	}
-	if r.RateLimit.Base == 0 && r.RateLimit.Cap == 0 {
-		r.RateLimit = d.RateLimit
-	}
+	r.Network = r.Network.or(d.Network)
+	r.ServerError = r.ServerError.or(d.ServerError)
+	r.RateLimit = r.RateLimit.or(d.RateLimit)
 	if r.RetryAfterCap == 0 {
 		r.RetryAfterCap = d.RetryAfterCap
+	}
+	if r.AttemptTimeout == 0 {
+		r.AttemptTimeout = d.AttemptTimeout
 	}
 	return r
 }
@@ -98,6 +92,9 @@ func (r Retry) Validate() error {
 	}
 	if err := r.Network.Validate(); err != nil {
 		return fmt.Errorf("network %w", err)
+	}
+	if err := r.ServerError.Validate(); err != nil {
+		return fmt.Errorf("server-error %w", err)
 	}
 	if err := r.RateLimit.Validate(); err != nil {
 		return fmt.Errorf("rate-limit %w", err)
@@ -174,6 +171,10 @@ type Config struct {
 	// against the host's roots, or the embedded Mozilla bundle where the
 	// host has none.
 	RouteTLS map[string]TLS
+	// Pacing holds attempts to a host the cluster paused (a Retry-After
+	// it answered) and hears every Retry-After of a 429 or 503. Default
+	// nil: a Retry-After delays only the call that got it.
+	Pacing Pacing
 }
 
 // DefaultConfig returns the default client settings.

@@ -8,14 +8,20 @@
 //	Do ─► validate, resolve defaults, budget deadline
 //	   └► attempt: host slot ─► host rate token ─► global slot ─► RoundTrip ─► read body (≤ MaxBody)
 //	       └► classify: done (2xx/3xx/4xx≠429) │ retriable (429, 500, 502, 503, 504, network error)
-//	           └► wait = Retry-After (capped) or the policy's backoff; stop with ErrBudget
+//	           └► wait = Retry-After (capped) or the reason's schedule; stop with ErrBudget
 //	              when the wait would end past the budget; log one line; sleep; next attempt
 //
 // Slots are held only while an attempt is in flight, never while sleeping
 // between retries, so a host that is backing off does not starve others.
-// Network errors and 5xx use the fast Network policy (no jitter); 429 uses
-// the slower, jittered RateLimit policy. A non-idempotent method is retried
-// only when the request carries an Idempotency-Key header.
+// Each retry reason has its own schedule, whose ceiling doubles from Base
+// to Cap and whose waits are drawn at or below the ceiling (see Policy and
+// the Jitter* presets): connection errors and timeouts (an attempt cut by
+// Retry.AttemptTimeout, 10 s by default) use the exact Network schedule;
+// 500, 502, 503 and 504 the fully jittered ServerError schedule, so callers
+// that failed together do not retry together; 429 the slower RateLimit
+// schedule with 30 % jitter. Retry-After outranks all three. A
+// non-idempotent method is retried only when the request carries an
+// Idempotency-Key header.
 //
 // A wait for a slot or a token that does not fit in the budget ends the
 // call with a *LimitedError (ErrLimited) that says when to ask again.

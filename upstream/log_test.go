@@ -20,16 +20,16 @@ func TestRetryLogLines(t *testing.T) {
 			{err: errNet},
 			status(200, "Request-Id", "ok-4"),
 		}}
-		c := newClient(t, Config{Transport: s, Observer: obs, Logger: slogJSON(&buf)})
+		c := newClient(t, Config{Transport: s, Observer: obs, Logger: slogJSON(&buf), Rand: fixedRand(0.5)})
 		res, err := c.Do(t.Context(), getReq(t, "https://api.example:8443/v1/items/7?x=1"))
 		if err != nil || res.Status != 200 || res.Attempts != 4 {
 			t.Fatalf("Do = %+v, %v", res, err)
 		}
 		lines := decodeLines(t, &buf)
 		want := []map[string]any{
-			{"status": 503.0, "attempt": 1.0, "wait_ms": 150.0, "request_id": "req-1"},
+			{"status": 503.0, "attempt": 1.0, "wait_ms": 150.0, "request_id": "req-1"}, // half the 300ms ceiling
 			{"status": 429.0, "attempt": 2.0, "wait_ms": 2000.0, "request_id": "amzn-2", "retry_after": 2.0},
-			{"status": 0.0, "attempt": 3.0, "wait_ms": 300.0, "request_id": "", "error": errNet.Error()},
+			{"status": 0.0, "attempt": 3.0, "wait_ms": 150.0, "request_id": "", "error": errNet.Error()}, // the network schedule's first
 		}
 		if len(lines) != len(want) {
 			t.Fatalf("got %d log lines, want one per retry (%d):\n%s", len(lines), len(want), buf.String())

@@ -11,162 +11,55 @@ import (
 	"time"
 )
 
-func TestRetrySchedule(t *testing.T) {
+// TestJitterIsRandom checks, with the real random source, that callers
+// failing together on a 429 or a 5xx do not retry together, and that every
+// wait stays within its schedule's [floor, ceiling].
+func TestJitterIsRandom(t *testing.T) {
 	tests := []struct {
-		name      string
-		steps     []step
-		retry     Retry
-		rand      func() float64
-		wantWaits []time.Duration
-		wantCode  int   // final status when no error
-		wantErr   error // sentinel
+		name     string
+		status   int
+		ceilings []time.Duration
+		floor    float64 // of the ceiling
 	}{
-		{
-			name:      "network errors double from 150ms capped at 3s",
-			steps:     []step{{err: errNet}},
-			retry:     Retry{MaxAttempts: 8, Budget: time.Minute},
-			wantWaits: ms(150, 300, 600, 1200, 2400, 3000, 3000),
-			wantErr:   ErrUnavailable,
-		},
-		{
-			name:      "5xx use the network policy then succeed",
-			steps:     []step{status(500), status(502), status(504), status(200)},
-			wantWaits: ms(150, 300, 600),
-			wantCode:  200,
-		},
-		{
-			name:      "429 doubles from 1s capped at 10s at mid jitter",
-			steps:     []step{status(429)},
-			retry:     Retry{MaxAttempts: 7, Budget: time.Minute},
-			rand:      fixedRand(0.5),
-			wantWaits: ms(1000, 2000, 4000, 8000, 10000, 10000),
-			wantCode:  429,
-		},
-		{
-			name:      "429 lowest jitter is 70%",
-			steps:     []step{status(429)},
-			retry:     Retry{MaxAttempts: 6, Budget: time.Minute},
-			rand:      fixedRand(0),
-			wantWaits: ms(700, 1400, 2800, 5600, 7000),
-			wantCode:  429,
-		},
-		{
-			name:      "Retry-After seconds outranks the 429 policy",
-			steps:     []step{status(429, "Retry-After", "3"), status(200)},
-			wantWaits: ms(3000),
-			wantCode:  200,
-		},
-		{
-			name:      "Retry-After HTTP-date outranks the 5xx policy",
-			steps:     []step{{status: 503, retryAtIn: 5 * time.Second}, status(200)},
-			wantWaits: ms(5000),
-			wantCode:  200,
-		},
-		{
-			name:      "Retry-After above the cap is capped",
-			steps:     []step{status(503, "Retry-After", "120"), status(204)},
-			retry:     Retry{RetryAfterCap: 4 * time.Second},
-			wantWaits: ms(4000),
-			wantCode:  204,
-		},
-		{
-			name:      "policy keeps growing under Retry-After",
-			steps:     []step{status(503, "Retry-After", "1"), status(503), status(200)},
-			wantWaits: ms(1000, 300),
-			wantCode:  200,
-		},
-		{
-			name:      "each policy keeps its own schedule",
-			steps:     []step{status(429), {err: errNet}, status(429), {err: errNet}, status(200)},
-			retry:     Retry{MaxAttempts: 5},
-			rand:      fixedRand(0.5),
-			wantWaits: ms(1000, 150, 2000, 300),
-			wantCode:  200,
-		},
-		{
-			name:      "MaxAttempts bounds a retriable status",
-			steps:     []step{status(503)},
-			retry:     Retry{MaxAttempts: 3},
-			wantWaits: ms(150, 300),
-			wantCode:  503,
-		},
-		{
-			name:      "a body cut mid-read is a network error",
-			steps:     []step{{status: 200, body: "par", unsizedLen: true, bodyErr: errNet}, status(200)},
-			wantWaits: ms(150),
-			wantCode:  200,
-		},
-		{
-			name:      "MaxAttempts 1 never retries",
-			steps:     []step{{err: errNet}},
-			retry:     Retry{MaxAttempts: 1},
-			wantWaits: nil,
-			wantErr:   ErrUnavailable,
-		},
+		{"429 within 70%..100% of 1s, 2s, 4s", 429, ms(1000, 2000, 4000), 0.7},
+		{"5xx within 0..100% of 300ms, 600ms, 1.2s", 503, ms(300, 600, 1200), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := &script{steps: tt.steps}
-				c := newClient(t, Config{Transport: s, Logger: testLogger(t), Rand: tt.rand})
-				req := getReq(t, "https://api.example/v1/items/1")
-				req.Retry = tt.retry
-				res, err := c.Do(t.Context(), req)
-				if got := s.waits(); !slices.Equal(got, tt.wantWaits) {
-					t.Errorf("waits = %v, want %v", got, tt.wantWaits)
-				}
-				if tt.wantErr != nil {
-					if !errors.Is(err, tt.wantErr) {
-						t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				s := &script{steps: []step{status(tt.status)}}
+				c := newClient(t, Config{Transport: s}) // the real random source
+				for range 10 {
+					req := getReq(t, "https://api.example/x")
+					req.Retry = Retry{MaxAttempts: 4, Budget: time.Minute}
+					if _, err := c.Do(t.Context(), req); err != nil {
+						t.Fatal(err)
 					}
-					return
 				}
-				if err != nil || res.Status != tt.wantCode {
-					t.Fatalf("Do = %v, %v; want status %d", res, err, tt.wantCode)
-				}
-				if res.Attempts != s.attempts() {
-					t.Errorf("Attempts = %d, transport saw %d", res.Attempts, s.attempts())
-				}
-				var total time.Duration
-				for _, w := range tt.wantWaits {
-					total += w
-				}
-				if res.Elapsed != total {
-					t.Errorf("Elapsed = %v, want the waits' sum %v", res.Elapsed, total)
-				}
+				checkSpread(t, s.waits(), tt.ceilings, tt.floor)
 			})
 		})
 	}
 }
 
-func TestRateLimitJitterIsRandom(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := &script{steps: []step{status(429)}}
-		c := newClient(t, Config{Transport: s}) // the real random source
-		var all []time.Duration
-		for range 10 {
-			req := getReq(t, "https://api.example/x")
-			req.Retry = Retry{MaxAttempts: 4, Budget: time.Minute}
-			if _, err := c.Do(t.Context(), req); err != nil {
-				t.Fatal(err)
+// checkSpread checks the retry waits of 10 calls of len(ceilings)+1
+// attempts each against their ceilings, and that they are not all alike.
+func checkSpread(t *testing.T, w, ceilings []time.Duration, floor float64) {
+	t.Helper()
+	var all []time.Duration
+	for i, c := range ceilings {
+		for call := range 10 {
+			d := w[call*(len(ceilings)+1)+i] // the last gap of a call spans two calls
+			if lo := time.Duration(float64(c) * floor); d < lo || d > c {
+				t.Errorf("call %d retry %d: wait %v outside [%v, %v]", call, i+1, d, lo, c)
 			}
+			all = append(all, d)
 		}
-		w := s.waits()
-		for i, base := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-			for call := range 10 {
-				d := w[call*4+i] // 4 attempts per call: gaps 0..2 are retries, 3 spans calls
-				lo, hi := time.Duration(float64(base)*0.7), time.Duration(float64(base)*1.3)
-				if d < lo || d > hi {
-					t.Errorf("call %d retry %d: wait %v outside [%v, %v]", call, i+1, d, lo, hi)
-				}
-				all = append(all, d)
-			}
-		}
-		slices.Sort(all)
-		if len(slices.Compact(all)) < 20 {
-			t.Errorf("jittered waits look constant: %v", all)
-		}
-	})
+	}
+	slices.Sort(all)
+	if len(slices.Compact(all)) < 20 {
+		t.Errorf("jittered waits look constant: %v", all)
+	}
 }
 
 func TestStatusRetriable(t *testing.T) {
@@ -314,27 +207,74 @@ func TestBudget(t *testing.T) {
 	}
 }
 
+// timeoutCase is one call against hung or slow attempts.
+type timeoutCase struct {
+	name        string
+	steps       []step
+	retry       Retry
+	wantElapsed time.Duration
+	wantTries   int
+	wantErrs    []error // all must match; nil for success
+	notErr      error   // must not match
+	wantReasons []string
+}
+
+// TestAttemptTimeout checks that an attempt is cut by Retry.AttemptTimeout
+// (10s unless set), that the cut is a timeout retried on the exact network
+// schedule, and that the budget still bounds the whole call.
 func TestAttemptTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := &script{steps: []step{{delay: time.Hour}}}
-		c := newClient(t, Config{Transport: s})
-		req := getReq(t, "https://api.example/x")
-		req.Retry = Retry{AttemptTimeout: time.Second, MaxAttempts: 2}
-		start := time.Now()
-		_, err := c.Do(t.Context(), req)
-		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want ErrUnavailable wrapping the attempt timeout", err)
+	hung := []step{{delay: time.Hour}}
+	timedOut := []error{ErrUnavailable, ErrAttemptTimeout, context.DeadlineExceeded}
+	tests := []timeoutCase{
+		{"a set timeout cuts each attempt", hung, Retry{AttemptTimeout: time.Second, MaxAttempts: 2},
+			2150 * time.Millisecond, 2, timedOut, nil, []string{"network"}},
+		{"the 10s default cuts a hung attempt", hung, Retry{MaxAttempts: 2, Budget: 25 * time.Second},
+			20150 * time.Millisecond, 2, timedOut, nil, []string{"network"}},
+		{"timeouts retry on the exact network schedule", hung, Retry{AttemptTimeout: time.Second, Budget: time.Minute},
+			4*time.Second + 1050*time.Millisecond, 4, timedOut, nil, []string{"network", "network", "network"}},
+		{"the budget still bounds the call", hung, Retry{},
+			20 * time.Second, 2, []error{ErrBudget}, ErrAttemptTimeout, []string{"network"}},
+		{"a timeout at the budget leaves the budget as the only bound", hung, Retry{Budget: 5 * time.Second, AttemptTimeout: 5 * time.Second},
+			5 * time.Second, 1, []error{ErrBudget}, ErrAttemptTimeout, nil},
+		{"a slow answer within the timeout is kept", []step{{status: 200, delay: 9 * time.Second}}, Retry{},
+			9 * time.Second, 1, nil, nil, nil},
+		{"a timeout then an answer", []step{{delay: time.Hour}, status(200)}, Retry{},
+			10150 * time.Millisecond, 2, nil, nil, []string{"network"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { synctest.Test(t, tt.run) })
+	}
+}
+
+// run makes the call on the fake clock, with every draw at 0 so that a
+// jittered schedule would show.
+func (tt timeoutCase) run(t *testing.T) {
+	s, obs := &script{steps: tt.steps}, &recObserver{}
+	c := newClient(t, Config{Transport: s, Observer: obs, Rand: fixedRand(0)})
+	req := getReq(t, "https://api.example/x")
+	req.Retry = tt.retry
+	start := time.Now()
+	_, err := c.Do(t.Context(), req)
+	for _, want := range tt.wantErrs {
+		if !errors.Is(err, want) {
+			t.Errorf("err = %v, want it to match %v", err, want)
 		}
-		if got, want := time.Since(start), 2150*time.Millisecond; got != want {
-			t.Errorf("elapsed %v, want %v (two 1s attempts and one 150ms wait)", got, want)
-		}
-	})
+	}
+	if (tt.wantErrs == nil) != (err == nil) || (tt.notErr != nil && errors.Is(err, tt.notErr)) {
+		t.Errorf("err = %v, want %v and not %v", err, tt.wantErrs, tt.notErr)
+	}
+	if got := time.Since(start); got != tt.wantElapsed {
+		t.Errorf("elapsed %v, want %v", got, tt.wantElapsed)
+	}
+	if s.attempts() != tt.wantTries || !slices.Equal(obs.reasons, tt.wantReasons) {
+		t.Errorf("%d attempts, retry reasons %v; want %d, %v", s.attempts(), obs.reasons, tt.wantTries, tt.wantReasons)
+	}
 }
 
 func TestCallerCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &script{steps: []step{status(503)}}
-		c := newClient(t, Config{Transport: s})
+		c := newClient(t, Config{Transport: s, Rand: fixedRand(0.5)})
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(100*time.Millisecond, cancel) // during the first 150ms wait
 		res, err := c.Do(ctx, getReq(t, "https://api.example/x"))
@@ -394,6 +334,8 @@ func TestBadRequest(t *testing.T) {
 		{"bad method", func(r *Request) { r.Method = "GE T" }},
 		{"negative budget", func(r *Request) { r.Retry.Budget = -1 }},
 		{"jitter above 1", func(r *Request) { r.Retry.RateLimit = Policy{Base: 1, Cap: 2, Jitter: 2} }},
+		{"negative server-error jitter", func(r *Request) { r.Retry.ServerError = Policy{Base: 1, Cap: 2, Jitter: -0.1} }},
+		{"server-error cap below base", func(r *Request) { r.Retry.ServerError = Policy{Base: 2, Cap: 1} }},
 		{"cap below base", func(r *Request) { r.Retry.Network = Policy{Base: 2, Cap: 1} }},
 		{"negative inflight", func(r *Request) { r.Limits.Inflight = -1 }},
 		{"negative MaxBody", func(r *Request) { r.MaxBody = -1 }},

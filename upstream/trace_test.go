@@ -35,7 +35,7 @@ func TestTraceTimesTheUpstreamNotTheQueue(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := &script{steps: tt.steps}
-				c := newClient(t, Config{Transport: s})
+				c := newClient(t, Config{Transport: s, Rand: fixedRand(0.5)}) // a 5xx waits 150ms
 				done := holdSlot(t, c, tt.holdSlot)
 				req := getReq(t, "https://api.example/x")
 				req.Limits, req.Retry = tt.limits, Retry{Budget: time.Minute}

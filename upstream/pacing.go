@@ -1,0 +1,62 @@
+package upstream
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Pacing is the cluster's pace toward each upstream host (pacing.Pauser
+// implements it): a host that answered 429 or 503 with Retry-After is
+// paused on every node until then, and no attempt is sent to it before.
+// Hosts are keyed as HostKey.
+type Pacing interface {
+	// PausedUntil is when host's pause ends; the zero Time when it has
+	// none.
+	PausedUntil(host string) time.Time
+	// Pause pauses host for d from now. It must not block.
+	Pause(host string, d time.Duration)
+}
+
+// errPaused is a LimitedError's Err for an attempt held back by a pause
+// that ends after the call's budget.
+var errPaused = errors.New("the host asked for a pause (Retry-After) that ends after the budget")
+
+// capPaused names the pause in a LimitedError.
+const capPaused = "host paused"
+
+// holdForPause keeps an attempt from reaching a paused host: it waits out
+// a pause that ends within the budget, and refuses the attempt (a
+// *LimitedError with the pause's Retry-After) when it does not. The wait
+// is Levee's, not the upstream's: it counts as admission, like a wait for
+// a slot.
+func (k *call) holdForPause() error {
+	if k.c.pacing == nil {
+		return nil
+	}
+	until := k.c.pacing.PausedUntil(k.hostKey)
+	wait := time.Until(until)
+	if wait <= 0 {
+		return nil
+	}
+	if until.After(k.deadline) {
+		return &LimitedError{Host: k.host, Cap: capPaused, RetryAfter: wait, Err: errPaused}
+	}
+	return sleep(k.budgetCtx, wait)
+}
+
+// notePause hands a 429 or 503's Retry-After to the cluster's pacing: the
+// whole of it, not the part this call waits (retry_after_cap), since
+// asking again sooner than the provider said is how a caller goes from
+// throttled to blocked.
+func (k *call) notePause(res *Response) {
+	if k.c.pacing == nil || res == nil {
+		return
+	}
+	if res.Status != http.StatusTooManyRequests && res.Status != http.StatusServiceUnavailable {
+		return
+	}
+	if d, ok := res.RetryAfter(time.Now()); ok && d > 0 {
+		k.c.pacing.Pause(k.hostKey, d)
+	}
+}
