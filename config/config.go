@@ -15,6 +15,14 @@ type Config struct {
 	Cluster Cluster `yaml:"cluster"`
 	// Cache sizes the local response cache.
 	Cache Cache `yaml:"cache"`
+	// Hosts caps the calls to each upstream host from the whole cluster,
+	// keyed by the host's origin as routes' upstreams name it, e.g.
+	// "https://api.example.com" (see HostLimits and ResolvedHosts).
+	// Default none: a host takes its routes' limits (deprecated) or
+	// DefaultHostLimits.
+	Hosts map[string]HostLimits `yaml:"hosts"`
+	// Upstream caps the calls to all upstream hosts together.
+	Upstream Upstream `yaml:"upstream"`
 	// Routes maps path prefixes to upstreams; at least one is required.
 	Routes []Route `yaml:"routes"`
 }
@@ -256,7 +264,9 @@ type Route struct {
 	Breaker RouteBreaker `yaml:"breaker"`
 	// Retry sets how failed upstream calls are retried.
 	Retry RouteRetry `yaml:"retry"`
-	// Limits caps calls per upstream host.
+	// Limits caps calls per upstream host. Deprecated: use hosts:. Limits
+	// other than the defaults become the host's when hosts: does not list
+	// it (see ResolvedHosts).
 	Limits RouteLimits `yaml:"limits"`
 	// UpstreamURL is Upstream parsed, its path ending in "/". Set by Parse
 	// and Load; nil on a Config built in code.
@@ -369,7 +379,10 @@ type Backoff struct {
 	Jitter Jitter `yaml:"jitter"`
 }
 
-// RouteLimits caps a route's calls per upstream host.
+// RouteLimits caps a route's calls per upstream host, for the whole
+// cluster, like HostLimits. Deprecated: a host's caps belong to the host,
+// in Config.Hosts; routes that set different ones for one host are an
+// error.
 type RouteLimits struct {
 	// Inflight caps concurrent calls per upstream host. Default 64; >= 1.
 	Inflight int `yaml:"inflight"`
@@ -409,7 +422,8 @@ func Default() *Config {
 			StabilizationTime: Duration(10 * time.Second),
 			NearCache:         NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
 		},
-		Cache: Cache{MaxBytes: 256 << 20, Persist: true, PersistInterval: Duration(30 * time.Second)},
+		Cache:    Cache{MaxBytes: 256 << 20, Persist: true, PersistInterval: Duration(30 * time.Second)},
+		Upstream: Upstream{MaxInflight: 256},
 	}
 }
 

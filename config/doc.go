@@ -6,7 +6,9 @@
 // is present is taken as written, even when the written value is invalid.
 // The walk is driven by the Go struct's yaml tags and reports unknown keys,
 // duplicate keys and undecodable values with their exact key path
-// ("routes[0].cache.fresh"). Parse then fills the derived fields
+// ("routes[0].cache.fresh"). hosts:, keyed by origin, is walked the same
+// way, each entry onto DefaultHostLimits, its paths quoting the key
+// (hosts["https://api.example.com"].rate). Parse then fills the derived fields
 // (Node.DataDir when absent, Route.UpstreamURL) and runs Validate, which
 // checks every rule and joins every problem into one error.
 //

@@ -87,7 +87,8 @@ func referenceDefaults(name string) Config {
 			ForwardTimeout: Duration(25 * time.Second),
 			NearCache:      NearCache{MaxBytes: 16777216, TTL: Duration(time.Second)},
 		},
-		Cache: Cache{MaxBytes: 268435456, Persist: true, PersistInterval: Duration(30 * time.Second)},
+		Cache:    Cache{MaxBytes: 268435456, Persist: true, PersistInterval: Duration(30 * time.Second)},
+		Upstream: Upstream{MaxInflight: 256},
 	}
 }
 

@@ -21,6 +21,7 @@ func (c *Config) Validate() error {
 	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
 	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
 	v.routes(c)
+	v.hosts(c)
 	return errors.Join(v.errs...)
 }
 

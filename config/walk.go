@@ -61,6 +61,8 @@ func (d *decoder) decode(path string, n *yaml.Node, v reflect.Value) {
 		d.structList(path, n, v)
 	case v.Type() == reflect.TypeFor[map[string]string]():
 		d.stringMap(path, n, v)
+	case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String && v.Type().Elem().Kind() == reflect.Struct:
+		d.structMap(path, n, v)
 	default:
 		d.fail(path, "unsupported field type %s", v.Type()) // a bug in this package
 	}
@@ -188,10 +190,7 @@ func (d *decoder) structList(path string, n *yaml.Node, v reflect.Value) {
 	}
 	out := reflect.MakeSlice(v.Type(), 0, len(n.Content))
 	for i, el := range n.Content {
-		item := reflect.New(v.Type().Elem()).Elem()
-		if item.Type() == reflect.TypeFor[Route]() {
-			item.Set(reflect.ValueOf(DefaultRoute()))
-		}
+		item := defaultsOf(v.Type().Elem())
 		d.decode(fmt.Sprintf("%s[%d]", path, i), el, item)
 		out = reflect.Append(out, item)
 	}
@@ -258,6 +257,56 @@ func (d *decoder) stringMap(path string, n *yaml.Node, v reflect.Value) {
 		out = nil
 	}
 	v.Set(reflect.ValueOf(out))
+}
+
+// structMap decodes a mapping whose keys are free-form (hosts: is keyed
+// by origin) into a map of structs, each value starting from its
+// defaults. Like stringMap it takes no merge keys at its own level; the
+// values may use them. A value's path is the map's with the key quoted,
+// hosts["https://api.example.com"], since keys hold dots. An empty
+// mapping is stored as nil, the same as an absent one.
+func (d *decoder) structMap(path string, n *yaml.Node, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(path, "must be a mapping, not %s", describe(n))
+		return
+	}
+	out := reflect.MakeMap(v.Type())
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !d.spend(path) {
+			return
+		}
+		k := resolve(n.Content[i])
+		if k == nil || k.Kind != yaml.ScalarNode || k.ShortTag() == "!!merge" {
+			d.fail(path, "mapping keys must be plain strings")
+			continue
+		}
+		sub, key := fmt.Sprintf("%s[%q]", path, k.Value), reflect.ValueOf(k.Value).Convert(v.Type().Key())
+		if out.MapIndex(key).IsValid() {
+			d.fail(sub, "duplicate key")
+			continue
+		}
+		item := defaultsOf(v.Type().Elem())
+		d.decode(sub, n.Content[i+1], item)
+		out.SetMapIndex(key, item)
+	}
+	if out.Len() == 0 {
+		out = reflect.Zero(v.Type())
+	}
+	v.Set(out)
+}
+
+// defaultsOf returns a new value of t holding its defaults: a route starts
+// from DefaultRoute, a host from DefaultHostLimits, anything else from
+// its zero value.
+func defaultsOf(t reflect.Type) reflect.Value {
+	item := reflect.New(t).Elem()
+	switch t {
+	case reflect.TypeFor[Route]():
+		item.Set(reflect.ValueOf(DefaultRoute()))
+	case reflect.TypeFor[HostLimits]():
+		item.Set(reflect.ValueOf(DefaultHostLimits()))
+	}
+	return item
 }
 
 func hasKey(m map[string]string, k string) bool {

@@ -44,7 +44,7 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	s.stats.begin(tenantKey{call.Tenant, call.Key})
 	sw := &statusWriter{ResponseWriter: w}
 	// Deferred so a panic(http.ErrAbortHandler) from resetConn is recorded too.
-	defer func() { call.Status = sw.status; s.stats.end(call) }()
+	defer func() { s.stats.end(answered(call, sw, s.cfg.Now())) }()
 
 	if err := s.sleep(r.Context(), s.cfg.Latency); err != nil {
 		s.abortSleep(sw, r, err)
@@ -58,6 +58,18 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.api.ServeHTTP(sw, withCall(r, &call))
+}
+
+// answered completes call with what sw sent: the status and, when an
+// answer was written, when and with which Retry-After. net/http flushes a
+// handler's buffered answer as the handler returns, so now is when the
+// last of it left.
+func answered(call Call, sw *statusWriter, now time.Time) Call {
+	call.Status = sw.status
+	if sw.status != 0 {
+		call.Answered, call.RetryAfter = now, sw.Header().Get("Retry-After")
+	}
+	return call
 }
 
 // inject carries out a fault mode; it reports whether it answered.

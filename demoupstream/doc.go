@@ -8,8 +8,9 @@
 //	count the call (stats) → base latency → current fault (may answer 503,
 //	500, 429, sleep, or drop the connection) → route → content generation
 //	for (tenant, key) → conditional check (ETag / Last-Modified, 304) →
-//	tagged JSON body → record the status and a log entry (with the
-//	session and mint id of a session answer).
+//	tagged JSON body → record the status and a log entry (arrival and
+//	answer times, the Retry-After sent, the session and mint id of a
+//	session answer).
 //
 // The API (every path is counted and faulted like the others):
 //

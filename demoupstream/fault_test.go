@@ -54,8 +54,13 @@ func TestFaultModes(t *testing.T) {
 			if tc.code != "" && (env.Error == nil || env.Error.Code != tc.code) {
 				t.Errorf("error = %+v, want code %s", env.Error, tc.code)
 			}
-			if got, want := h.s.Log()[0].Fault, map[bool]string{true: tc.fault.Mode}[tc.fault.Mode != ModeOK]; got != want {
+			logged := h.s.Log()[0]
+			if got, want := logged.Fault, map[bool]string{true: tc.fault.Mode}[tc.fault.Mode != ModeOK]; got != want {
 				t.Errorf("logged fault %q, want %q", got, want)
+			}
+			// The log keeps what was sent: when, and the Retry-After.
+			if logged.RetryAfter != tc.retryAfter || !logged.Answered.Equal(h.clock.Now()) {
+				t.Errorf("logged answer at %v with Retry-After %q, want %v and %q", logged.Answered, logged.RetryAfter, h.clock.Now(), tc.retryAfter)
 			}
 			// Admin endpoints are never faulted.
 			if s := h.get(t, "/-/faults", nil).status; s != 200 {
@@ -74,8 +79,8 @@ func TestResetDropsConnection(t *testing.T) {
 		t.Fatalf("got status %d, want a connection error", resp.StatusCode)
 	}
 	waitFor(t, "the reset call to be logged", func() bool { return len(h.s.Log()) == 1 })
-	if c := h.s.Log()[0]; c.Status != 0 || c.Fault != ModeReset {
-		t.Errorf("logged %+v, want status 0 fault reset", c)
+	if c := h.s.Log()[0]; c.Status != 0 || c.Fault != ModeReset || !c.Answered.IsZero() {
+		t.Errorf("logged %+v, want status 0 fault reset, never answered", c)
 	}
 	h.s.Heal()
 	if r := h.get(t, "/api/stories/1", nil); r.status != 200 {

@@ -9,6 +9,7 @@ import (
 
 // Call is one /api/ request in the call log.
 type Call struct {
+	// Time is when the request arrived, before any latency or fault.
 	Time   time.Time `json:"time"`
 	Method string    `json:"method"`
 	// Key is the path plus canonical query, as in the body tag.
@@ -20,6 +21,13 @@ type Call struct {
 	// Conditional is true when the request carried If-None-Match or
 	// If-Modified-Since.
 	Conditional bool `json:"conditional"`
+	// Answered is when the handler finished writing the answer; zero
+	// when no response was written (Status 0).
+	Answered time.Time `json:"answered,omitzero"`
+	// RetryAfter is the Retry-After header the answer carried, as sent
+	// (delta-seconds or an HTTP-date); "" when it had none. With Answered
+	// it says until when this caller was asked to stay away.
+	RetryAfter string `json:"retry_after,omitempty"`
 	// Fault is the injected mode that decided the answer, "" if none.
 	Fault     string `json:"fault,omitempty"`
 	RequestID string `json:"request_id"`

@@ -61,8 +61,8 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 	return verdict(h, o.out, stdout, log)
 }
 
-// plan parses the nemesis kinds to draw from and to ensure, and draws the
-// seeded schedule.
+// plan parses the nemesis kinds to draw from, to ensure and to place late,
+// and draws the seeded schedule.
 func plan(o options) ([]nemesis.Window, error) {
 	kinds, err := nemesis.ParseKinds(o.nemesis, o.nodes)
 	if err != nil {
@@ -72,8 +72,12 @@ func plan(o options) ([]nemesis.Window, error) {
 	if err != nil {
 		return nil, fmt.Errorf("-ensure: %w", err)
 	}
+	late, err := nemesis.ParseKinds(o.late, o.nodes)
+	if err != nil {
+		return nil, fmt.Errorf("-ensure-late: %w", err)
+	}
 	scfg := nemesis.DefaultScheduleConfig(o.duration, kinds, o.seed)
-	scfg.Nodes, scfg.Ensure = o.nodes, ensure
+	scfg.Nodes, scfg.Ensure, scfg.Late = o.nodes, ensure, late
 	return nemesis.Schedule(scfg)
 }
 

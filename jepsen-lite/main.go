@@ -38,6 +38,7 @@ type options struct {
 	out      string
 	nemesis  string
 	ensure   string
+	late     string
 	bin      string
 	demo     string
 	check    string
@@ -62,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.nemesis, "nemesis", "mixed", "mixed, none, or a comma list of: "+fmt.Sprint(nemesis.AllKinds()))
 	fs.StringVar(&o.ensure, "ensure", strings.Join(nemesis.EnsuredKinds(), ","),
 		"kinds scheduled at least once when the duration allows (comma list, or none); ignored unless also drawn by -nemesis")
+	fs.StringVar(&o.late, "ensure-late", strings.Join(nemesis.LateKinds(), ","),
+		"kinds scheduled once late in the run, in the room the -ensure kinds leave (comma list, or none); ignored unless also drawn by -nemesis")
 	fs.StringVar(&o.bin, "bin", "bin/levee", "levee binary (local backend)")
 	fs.StringVar(&o.demo, "demo", "bin/demo-upstream", "demo-upstream binary (local backend)")
 	fs.StringVar(&o.check, "check", "", "re-check a saved run directory without running anything")
@@ -81,6 +84,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if _, err := nemesis.ParseKinds(o.ensure, o.nodes); o.check == "" && err != nil {
 		return o, fmt.Errorf("-ensure: %w", err)
+	}
+	if _, err := nemesis.ParseKinds(o.late, o.nodes); o.check == "" && err != nil {
+		return o, fmt.Errorf("-ensure-late: %w", err)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000

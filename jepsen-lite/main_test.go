@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/checker"
 	"github.com/levee/levee/jepsen-lite/history"
+	"github.com/levee/levee/jepsen-lite/nemesis"
 	"github.com/levee/levee/jepsen-lite/report"
 )
 
@@ -36,6 +38,9 @@ func TestParseFlags(t *testing.T) {
 		}},
 		{name: "ensure none", args: []string{"-ensure", "none"}, chk: func(o options) bool { return o.ensure == "none" }},
 		{name: "ensure unknown kind", args: []string{"-ensure", "restart-everything"}, err: true},
+		{name: "ensure-late defaults to the rate limit", args: nil, chk: func(o options) bool { return o.late == "upstream-429" }},
+		{name: "ensure-late none", args: []string{"-ensure-late", "none"}, chk: func(o options) bool { return o.late == "none" }},
+		{name: "ensure-late unknown kind", args: []string{"-ensure-late", "upstream-418"}, err: true},
 		{name: "check ignores run limits", args: []string{"-check", "dir", "-nodes", "4"}, chk: func(o options) bool { return o.check == "dir" }},
 	}
 	for _, tc := range cases {
@@ -48,6 +53,29 @@ func TestParseFlags(t *testing.T) {
 				t.Fatalf("options = %+v", o)
 			}
 		})
+	}
+}
+
+// TestPlanOfTheCIRun pins the schedule of .ci/run's chaos run (make chaos
+// NODES=3 DURATION=4m SEED=20261130, default flags otherwise): the
+// whole-cluster kinds and partitions it always had, and upstream-429 in
+// the last window, so the retry-after checker has windows to judge.
+func TestPlanOfTheCIRun(t *testing.T) {
+	o, err := parseFlags([]string{"-nodes", "3", "-duration", "4m", "-seed", "20261130"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := plan(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := time.Second
+	want := []nemesis.Window{{Kind: nemesis.UpstreamDown, Start: 10 * s, Length: 13 * s},
+		{Kind: nemesis.IsolateNode, Start: 37 * s, Length: 14 * s}, {Kind: nemesis.RestartAll, Start: 66 * s, Length: 11 * s},
+		{Kind: nemesis.KillAll, Start: 92 * s, Length: 13 * s}, {Kind: nemesis.IsolateLeader, Start: 118 * s, Length: 17 * s},
+		{Kind: nemesis.UpstreamDownRollingRestart, Start: 155 * s, Length: 36 * s}, {Kind: nemesis.Upstream429, Start: 204 * s, Length: 12 * s}}
+	if !slices.Equal(ws, want) {
+		t.Fatalf("CI schedule = %v\nwant %v", ws, want)
 	}
 }
 

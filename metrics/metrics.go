@@ -24,6 +24,9 @@ type Metrics struct {
 	RetryWaits       *prometheus.HistogramVec
 	InFlightHost     *prometheus.GaugeVec
 	RefusedCalls     *prometheus.CounterVec
+	LimitedCalls     *prometheus.CounterVec
+	SlotWaits        *prometheus.HistogramVec
+	TokenWaits       *prometheus.HistogramVec
 	BreakerState     *prometheus.GaugeVec
 	BreakerTrans     *prometheus.CounterVec
 	ProbeGrants      *prometheus.CounterVec
@@ -55,6 +58,9 @@ func New() *Metrics {
 		RetryWaits:       f.histogram("levee_retry_wait_seconds", "Waits before upstream retries, by reason (network, 5xx, 429, retry-after).", []float64{.1, .25, .5, 1, 2, 4, 8, 16, 32}, "route", "host", "reason"),
 		InFlightHost:     f.gauge("levee_upstream_inflight", "Upstream attempts in flight per host.", "host"),
 		RefusedCalls:     f.counter("levee_upstream_refused_total", "Logical upstream calls Levee ended itself, never counted by the breaker, by reason: limited (a slot or token wait did not fit in the budget), cancelled (the caller gave up), too-large, no-attempts (spent by the key's owner), bad-request.", "route", "host", "reason"),
+		LimitedCalls:     f.counter("levee_upstream_limited_total", "Logical upstream calls Levee's own caps refused (reason limited or fetch-cap in levee_upstream_refused_total), by the cap: host slot (hosts: inflight), host token (hosts: rate and burst), global slot (upstream.max_inflight), host paused (a Retry-After), queue (the budget went to waiting), node fetches (node.max_inflight_fetches).", "route", "host", "cap"),
+		SlotWaits:        f.histogram("levee_upstream_slot_wait_seconds", "Time an upstream attempt waited for an in-flight slot, whether it got one or was refused, by slot: host (hosts: inflight, this node's share) or global (upstream.max_inflight, this node's share).", waitBuckets, "host", "slot"),
+		TokenWaits:       f.histogram("levee_upstream_token_wait_seconds", "Time an upstream attempt waited for a token of its host's bucket (hosts: rate and burst, this node's share), whether it got one or was refused.", waitBuckets, "host"),
 		BreakerState:     f.gauge("levee_breaker_state", "Breaker state per route: 0 closed, 1 open, 2 half-open.", "route"),
 		BreakerTrans:     f.counter("levee_breaker_transitions_total", "Breaker state transitions.", "route", "from", "to"),
 		ProbeGrants:      f.counter("levee_breaker_probe_grants_total", "Half-open probes granted (cluster-wide, as applied on this node).", "route"),
@@ -68,6 +74,10 @@ func New() *Metrics {
 		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time for a breaker command to commit and apply, observed on the proposing node (on a follower: including the forward to the leader) and again on the leader for each command a follower forwarded (the leader's local append, replication and apply only).", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
 	}
 }
+
+// waitBuckets span an admission wait, from none (most, while no cap binds)
+// to a whole retry budget (20 s by default).
+var waitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20}
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
@@ -127,6 +137,21 @@ func (m *Metrics) Attempt(route, host string, status int, err error, d time.Dura
 // Refused implements upstream.Observer.
 func (m *Metrics) Refused(route, host, reason string) {
 	m.RefusedCalls.WithLabelValues(route, host, reason).Inc()
+}
+
+// Limited implements upstream.Observer.
+func (m *Metrics) Limited(route, host, cap string) {
+	m.LimitedCalls.WithLabelValues(route, host, cap).Inc()
+}
+
+// SlotWait implements upstream.Observer.
+func (m *Metrics) SlotWait(host, slot string, d time.Duration) {
+	m.SlotWaits.WithLabelValues(host, slot).Observe(d.Seconds())
+}
+
+// TokenWait implements upstream.Observer.
+func (m *Metrics) TokenWait(host string, d time.Duration) {
+	m.TokenWaits.WithLabelValues(host).Observe(d.Seconds())
 }
 
 // RetryWait implements upstream.Observer.

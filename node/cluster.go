@@ -145,6 +145,12 @@ func (m memberAddrs) Live() []replica.Member {
 	return out
 }
 
+// live is how many members are on the ring, this node included: the
+// alive members, who share the cluster-wide upstream caps. The ring
+// subscribed first, so a membership event has reached it by the time a
+// later subscriber asks.
+func (c *clusterPart) live() int { return len(c.ring.Members()) }
+
 // ready: the node has joined (it sees itself on the ring).
 func (c *clusterPart) ready() error {
 	for _, m := range c.ring.Members() {

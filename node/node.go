@@ -163,7 +163,9 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 }
 
 // wireUpstream builds the upstream client, paced by the cluster's pauses
-// of each host (the control plane's), or by this node's own without Raft.
+// of each host (the control plane's), or by this node's own without Raft,
+// and capped by its share of the cluster-wide caps (hosts:,
+// upstream.max_inflight), recomputed on every membership event.
 func (n *Node) wireUpstream() error {
 	rtls, err := routecfg.TLS(n.cfg)
 	if err != nil {
@@ -173,9 +175,16 @@ func (n *Node) wireUpstream() error {
 	if n.raft != nil {
 		n.pauses = n.raft.Pauser
 	}
+	hosts, global := routecfg.Caps(n.cfg)
 	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"),
-		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses})
-	return err
+		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses, Hosts: hosts, GlobalInflight: global})
+	if err != nil {
+		return err
+	}
+	if n.cluster != nil { // the caps are cluster-wide: this node takes its share of the live members'
+		n.cluster.ml.Subscribe(func(cluster.Event) { n.upstream.SetShare(n.cluster.live()) })
+	}
+	return nil
 }
 
 func (n *Node) wireEngine(gate proxy.Gate) error {
@@ -298,6 +307,8 @@ func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
 	n.metrics.GaugeFunc("levee_upstream_calls_inflight", "Logical upstream calls in flight, retries and their waits included: what node.max_inflight_fetches caps.",
 		func() float64 { return float64(n.upstream.InFlightCalls()) })
+	n.metrics.GaugeFunc("levee_upstream_share_members", "Live members the cluster-wide upstream caps (hosts:, upstream.max_inflight) are divided among: this node applies 1/N of each.",
+		func() float64 { return float64(n.upstream.Share()) })
 	n.metrics.GaugeFunc("levee_cache_tombstones", "Tombstones of writes held (bounded; each ends after its documented time).", func() float64 { return float64(n.cache.Stats().Tombstones) })
 	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
 	n.metrics.LabeledGaugeFunc("levee_upstream_host_paused_until_seconds", "When each paused upstream host's pause ends (unix seconds): a Retry-After it answered, held by every node.",

@@ -230,3 +230,41 @@ func TestASnapshotWithoutALivePauseIsEmpty(t *testing.T) {
 		t.Fatalf("an ended pause is still in the snapshot: %x", b)
 	}
 }
+
+// TestALaterEndAskedDuringAProposalReachesTheCluster: two nodes' 429s a
+// few milliseconds apart end a few milliseconds apart; the later end must
+// be committed too, or the nodes that only hold the earlier one call the
+// host before its Retry-After has passed (jepsen-lite's retry-after
+// checker caught it).
+func TestALaterEndAskedDuringAProposalReachesTheCluster(t *testing.T) {
+	committed := NewTable()
+	var mu sync.Mutex
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	gate := make(chan struct{})
+	var proposals atomic.Int32
+	p := &Pauser{Node: "n1", Committed: committed, Now: clock,
+		Submit: func(_ context.Context, b []byte) ([]byte, error) {
+			if proposals.Add(1) == 1 {
+				<-gate
+			}
+			c, err := DecodeCommand(b)
+			if err == nil {
+				committed.Apply(c)
+			}
+			return nil, err
+		}}
+	p.Pause("api:443", 2*time.Second) // ends t0+2s; its proposal waits at the gate
+	mu.Lock()
+	now = t0.Add(3 * time.Millisecond)
+	mu.Unlock()
+	p.Pause("api:443", 2*time.Second) // ends 3 ms later, while the first is in flight
+	close(gate)
+	p.Close()
+	if got, want := committed.PausedUntil("api:443"), t0.Add(2*time.Second+3*time.Millisecond); got.Before(want) {
+		t.Fatalf("committed end %v, want at least %v: the later Retry-After must reach every node", got, want)
+	}
+	if n := proposals.Load(); n != 2 {
+		t.Fatalf("%d proposals, want 2 (the burst's first, then its latest end)", n)
+	}
+}

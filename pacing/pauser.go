@@ -29,7 +29,7 @@ type Pauser struct {
 	once     sync.Once
 	local    *Table
 	mu       sync.Mutex
-	inflight map[string]int64 // host → end of the pause being proposed
+	inflight map[string]int64 // host → the latest end asked for while a proposal is in flight
 	wg       sync.WaitGroup
 }
 
@@ -63,8 +63,10 @@ func (p *Pauser) PausedUntil(host string) time.Time {
 
 // Pause pauses host for d from now: on this node at once, and, through
 // the log, on every node. It does not wait for the commit. A pause the
-// cluster (or a proposal in flight) already covers is not proposed again,
-// so a burst of 429s costs one log entry.
+// cluster already holds is not proposed again, and one asked for while a
+// proposal for the host is in flight is proposed once that one is done,
+// the latest end of them all, so a burst of 429s costs two log entries at
+// most and every end reaches every node.
 func (p *Pauser) Pause(host string, d time.Duration) {
 	p.init()
 	d = min(d, MaxPause)
@@ -82,30 +84,59 @@ func (p *Pauser) Pause(host string, d time.Duration) {
 	p.wg.Go(func() { p.propose(c) })
 }
 
-// claim reports whether c must be proposed: neither the committed table
-// nor a proposal in flight ends within a second of it.
+// claim reports whether c must be proposed by a new proposer: the
+// committed table does not already hold it, and no proposal for its host
+// is in flight. One in flight takes over c's end instead (want), so a
+// burst of 429s costs one entry, plus one for a later end that arrived
+// meanwhile: every Retry-After's end reaches every node.
 func (p *Pauser) claim(c Command) bool {
-	const slack = int64(time.Second)
-	if p.Committed != nil && p.Committed.PausedUntil(c.Host).UnixNano() >= c.Until()-slack {
+	if p.Committed != nil && p.Committed.PausedUntil(c.Host).UnixNano() >= c.Until() {
 		return false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.inflight[c.Host] >= c.Until()-slack {
+	if want, ok := p.inflight[c.Host]; ok {
+		p.inflight[c.Host] = max(want, c.Until())
 		return false
 	}
 	p.inflight[c.Host] = c.Until()
 	return true
 }
 
+// propose commits c, then, while a later end was asked for meanwhile and
+// the committed table does not hold it yet, that end too.
 func (p *Pauser) propose(c Command) {
-	defer func() {
-		p.mu.Lock()
-		if p.inflight[c.Host] == c.Until() {
-			delete(p.inflight, c.Host)
+	for {
+		p.submit(c)
+		next, ok := p.next(c)
+		if !ok {
+			return
 		}
-		p.mu.Unlock()
-	}()
+		c = next
+	}
+}
+
+// next is the pause still to propose after c: the latest end asked for
+// while c was in flight, for what remains of it; false when there is none
+// (and the host is no longer in flight).
+func (p *Pauser) next(c Command) (Command, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := p.inflight[c.Host]
+	committed := int64(0)
+	if p.Committed != nil {
+		committed = p.Committed.PausedUntil(c.Host).UnixNano()
+	}
+	now := p.Now().UnixNano()
+	if want <= c.Until() || want <= committed || want <= now {
+		delete(p.inflight, c.Host)
+		return Command{}, false
+	}
+	c.At, c.For = now, want-now
+	return c, c.Validate() == nil
+}
+
+func (p *Pauser) submit(c Command) {
 	b, err := c.Encode()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)

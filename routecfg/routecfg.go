@@ -1,9 +1,9 @@
 // Package routecfg turns the configured routes (config.Route) into the
 // runtime forms the parts use: the proxy's routes, each route's breaker
-// settings for the leader's command checks, the upstream client's per-route
-// TLS, and the API's route list. It is the one mapping from a route's
-// config keys to those forms, so a key cannot mean one thing to the proxy
-// and another to the breaker.
+// settings for the leader's command checks, the upstream client's
+// per-route TLS and per-host caps, and the API's route list. It is the one
+// mapping from a route's config keys to those forms, so a key cannot mean
+// one thing to the proxy and another to the breaker.
 package routecfg
 
 import (
@@ -178,4 +178,19 @@ func Hosts(cfg *config.Config) (func(string) bool, error) {
 		hosts[upstream.HostKey(u)] = true
 	}
 	return func(h string) bool { return hosts[h] }, nil
+}
+
+// Caps is the upstream client's cluster-wide caps: each host a route
+// calls with its limits (config.ResolvedHosts: its hosts: entry, else its
+// routes' deprecated limits, else the defaults), keyed as
+// upstream.HostKey, for upstream.Config.Hosts; and upstream.max_inflight,
+// for upstream.Config.GlobalInflight. The node divides both among the
+// live members (upstream.Client.SetShare).
+func Caps(cfg *config.Config) (hosts map[string]upstream.Limits, globalInflight int) {
+	resolved := cfg.ResolvedHosts()
+	hosts = make(map[string]upstream.Limits, len(resolved))
+	for key, l := range resolved {
+		hosts[key] = upstream.Limits{Inflight: l.Inflight, Rate: l.Rate, Burst: l.Burst}
+	}
+	return hosts, cfg.Upstream.MaxInflight
 }

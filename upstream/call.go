@@ -66,7 +66,7 @@ func (k *call) run() (*Response, error) {
 		case reason == "":
 			return k.finish(res, err, n)
 		case err != nil && k.budgetCtx.Err() != nil && k.queueSpentBudget():
-			return nil, &LimitedError{Host: k.host, Cap: "queue", Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
+			return nil, &LimitedError{Host: k.host, Cap: capQueue, Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
 		case err != nil && k.budgetCtx.Err() != nil:
 			// The attempt ran into the budget deadline itself.
 			return k.finish(last, fmt.Errorf("%w: attempt %d: %v", ErrBudget, n, err), n)
@@ -311,6 +311,9 @@ func (k *call) report(n int, res *Response, err error, reason string, wait, retr
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	if until := k.pausedUntil(); !until.IsZero() {
+		attrs = append(attrs, slog.Time("host_paused_until", until))
 	}
 	k.c.log.LogAttrs(k.ctx, slog.LevelWarn, "upstream retry", attrs...)
 }

@@ -7,15 +7,35 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 )
 
-// hostLimiter holds one host's caps, fixed by the first request to it.
+// hostLimiter holds one host's caps on this node: its share of the host's
+// cluster-wide Limits (see SetShare).
 type hostLimiter struct {
-	inflight *semaphore.Weighted
+	total    Limits // cluster-wide, defaults filled
+	inflight *slots
 	tokens   *rate.Limiter
 }
+
+func newHostLimiter(total Limits, share int) *hostLimiter {
+	l := total.PerNode(share)
+	return &hostLimiter{total: total, inflight: newSlots(l.Inflight), tokens: rate.NewLimiter(rate.Limit(l.Rate), l.Burst)}
+}
+
+// The caps, as LimitedError.Cap and Observer.Limited name them.
+const (
+	capHostSlot   = "host slot"
+	capHostToken  = "host token"
+	capGlobalSlot = "global slot"
+	capQueue      = "queue"
+)
+
+// Slots, as Observer.SlotWait names them.
+const (
+	slotHost   = "host"
+	slotGlobal = "global"
+)
 
 // minLimitedRetryAfter is the Retry-After of a refusal whose wait is
 // unknown (a slot was not freed in time): a client told to retry at once
@@ -24,7 +44,8 @@ const minLimitedRetryAfter = time.Second
 
 // LimitedError is the error of an attempt Levee's own caps refused: the
 // wait for a slot or a token did not fit in the call's budget. It matches
-// ErrLimited (errors.Is). Nothing was sent for that attempt.
+// ErrLimited (errors.Is). Nothing was sent for that attempt. Observer.Limited
+// counts these by Cap.
 type LimitedError struct {
 	Host string
 	// Cap names the cap that refused: "host slot", "host token",
@@ -60,17 +81,20 @@ func LimitedRetryAfter(err error) time.Duration {
 	return minLimitedRetryAfter
 }
 
-// limiter returns the host's caps, creating them from l on first use.
-func (c *Client) limiter(key string, l Limits) *hostLimiter {
+// limiter returns the host's caps, creating them on first use from the
+// host's entry in Config.Hosts or, for a host it does not list, from
+// fallback (the first request's Limits).
+func (c *Client) limiter(key string, fallback Limits) *hostLimiter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h, ok := c.hosts[key]; ok {
 		return h
 	}
-	h := &hostLimiter{
-		inflight: semaphore.NewWeighted(int64(l.Inflight)),
-		tokens:   rate.NewLimiter(rate.Limit(l.Rate), l.Burst),
+	total, ok := c.table[key]
+	if !ok {
+		total = fallback.withDefaults()
 	}
+	h := newHostLimiter(total, c.share)
 	c.hosts[key] = h
 	return h
 }
@@ -79,19 +103,29 @@ func (c *Client) limiter(key string, l Limits) *hostLimiter {
 // token is taken after the host slot so the bucket spaces actual sends; the
 // global slot comes last so a call waiting on one host's bucket never holds
 // a slot other hosts need. ctx carries the budget deadline; a refusal is a
-// *LimitedError for host.
+// *LimitedError for host. Each wait is reported to the Observer, so a cap
+// that binds shows in its histogram before it refuses anyone.
 // On success the caller must call release.
 func (c *Client) admit(ctx context.Context, host string, h *hostLimiter) error {
-	if err := h.inflight.Acquire(ctx, 1); err != nil {
-		return &LimitedError{Host: host, Cap: "host slot", Err: err}
+	start := time.Now()
+	err := h.inflight.acquire(ctx)
+	c.obs.SlotWait(host, slotHost, time.Since(start))
+	if err != nil {
+		return &LimitedError{Host: host, Cap: capHostSlot, Err: err}
 	}
-	if retryAfter, err := waitToken(ctx, h.tokens); err != nil {
-		h.inflight.Release(1)
-		return &LimitedError{Host: host, Cap: "host token", RetryAfter: retryAfter, Err: err}
+	start = time.Now()
+	retryAfter, err := waitToken(ctx, h.tokens)
+	c.obs.TokenWait(host, time.Since(start))
+	if err != nil {
+		h.inflight.release()
+		return &LimitedError{Host: host, Cap: capHostToken, RetryAfter: retryAfter, Err: err}
 	}
-	if err := c.global.Acquire(ctx, 1); err != nil {
-		h.inflight.Release(1)
-		return &LimitedError{Host: host, Cap: "global slot", Err: err}
+	start = time.Now()
+	err = c.global.acquire(ctx)
+	c.obs.SlotWait(host, slotGlobal, time.Since(start))
+	if err != nil {
+		h.inflight.release()
+		return &LimitedError{Host: host, Cap: capGlobalSlot, Err: err}
 	}
 	return nil
 }
@@ -100,34 +134,36 @@ func (c *Client) admit(ctx context.Context, host string, h *hostLimiter) error {
 var errTokenPastBudget = errors.New("the next token comes after the budget ends")
 
 // waitToken takes a token, waiting for it within ctx's deadline. It is
-// rate.Limiter.Wait, which fails at once when the wait would end past the
-// deadline, except that it also says how far past: the refused client's
-// Retry-After.
+// rate.Limiter.Wait, which refuses at once, reserving nothing, when the
+// wait would end past the deadline; a refusal also says how far past:
+// the refused client's Retry-After. (Reserving first and cancelling past
+// the deadline, as this once did, loses tokens under load: a cancelled
+// reservation gives back only what no later one has claimed, so
+// concurrent refusals kept the bucket well below its rate.)
 func waitToken(ctx context.Context, lim *rate.Limiter) (retryAfter time.Duration, err error) {
-	now := time.Now()
-	r := lim.ReserveN(now, 1)
-	if !r.OK() {
-		return 0, errTokenPastBudget // a burst of 0: no token ever
-	}
-	delay := r.DelayFrom(now)
-	if delay == 0 {
-		return 0, nil
-	}
-	if deadline, ok := ctx.Deadline(); ok && now.Add(delay).After(deadline) {
-		r.CancelAt(now)
-		return now.Add(delay).Sub(deadline), errTokenPastBudget
-	}
-	if err := sleep(ctx, delay); err != nil {
-		r.Cancel()
+	if err := lim.Wait(ctx); err == nil || ctx.Err() != nil {
 		return 0, err
 	}
-	return 0, nil
+	return tokenLate(ctx, lim), errTokenPastBudget
+}
+
+// tokenLate estimates how long after ctx's deadline the bucket has a
+// token again: 0 when it cannot tell.
+func tokenLate(ctx context.Context, lim *rate.Limiter) time.Duration {
+	deadline, ok := ctx.Deadline()
+	now := time.Now()
+	missing := 1 - lim.TokensAt(now)
+	if !ok || missing <= 0 || lim.Limit() <= 0 {
+		return 0
+	}
+	next := now.Add(time.Duration(missing / float64(lim.Limit()) * float64(time.Second)))
+	return max(next.Sub(deadline), 0)
 }
 
 // release returns the slots admit took.
 func (c *Client) release(h *hostLimiter) {
-	c.global.Release(1)
-	h.inflight.Release(1)
+	c.global.release()
+	h.inflight.release()
 }
 
 // capCalls names Config.MaxCalls in a LimitedError.

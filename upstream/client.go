@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
+	"github.com/levee/levee/upstream/hostkey"
 )
 
 // Sentinel errors of a logical call; Do wraps them with %w.
@@ -53,7 +52,10 @@ type Request struct {
 	Body []byte
 	// Retry bounds the logical call; a zero field takes its default.
 	Retry Retry
-	// Limits caps the host, if this request is the first to reach it.
+	// Limits caps the host when Config.Hosts does not list it and this
+	// request is the first to reach it; it is a cluster-wide total like
+	// the table's (see Client.SetShare). A Client given a hosts table
+	// covering every host it calls (as a node's is) never reads it.
 	Limits Limits
 	// MaxBody caps the response body in bytes; 0 means 10 MiB.
 	MaxBody int64
@@ -89,6 +91,18 @@ type Observer interface {
 	RetryWait(route, host, reason string, wait time.Duration)
 	// InFlight reports +1/-1 around each attempt.
 	InFlight(host string, delta int)
+	// SlotWait reports how long an attempt waited for a slot, whether it
+	// got one or was refused: slot is "host" (the host's in-flight cap) or
+	// "global" (Config.GlobalInflight). A wait of 0 is reported too.
+	SlotWait(host, slot string, d time.Duration)
+	// TokenWait reports how long an attempt waited for a token of the
+	// host's bucket, whether it got one or was refused; 0 included.
+	TokenWait(host string, d time.Duration)
+	// Limited reports a logical call one of Levee's caps refused, once per
+	// call, alongside Refused: cap is the *LimitedError's Cap ("host
+	// slot", "host token", "global slot", "host paused", "queue" or "node
+	// fetches").
+	Limited(route, host, cap string)
 	// Refused reports a logical call Levee ended itself, once per call;
 	// reason is one of the Refused* constants. Such calls say nothing about
 	// the upstream's health, so a breaker does not count them.
@@ -101,6 +115,9 @@ func (nopObserver) Attempt(string, string, int, error, time.Duration) {}
 func (nopObserver) RetryWait(string, string, string, time.Duration)   {}
 func (nopObserver) InFlight(string, int)                              {}
 func (nopObserver) Refused(string, string, string)                    {}
+func (nopObserver) SlotWait(string, string, time.Duration)            {}
+func (nopObserver) TokenWait(string, time.Duration)                   {}
+func (nopObserver) Limited(string, string, string)                    {}
 
 // Client performs logical calls. It is safe for concurrent use.
 type Client struct {
@@ -109,12 +126,16 @@ type Client struct {
 	log       *slog.Logger
 	obs       Observer
 	rand      func() float64
-	global    *semaphore.Weighted
+	global    *slots  // Config.GlobalInflight, this node's share of it
 	calls     callCap // Config.MaxCalls
 	pacing    Pacing  // Config.Pacing; nil: none
 
+	globalTotal int               // Config.GlobalInflight, cluster-wide
+	table       map[string]Limits // Config.Hosts by HostKey, defaults filled; fixed by New
+
 	mu    sync.Mutex
-	hosts map[string]*hostLimiter // by scheme://host:port; grows with distinct hosts
+	share int                     // live members the caps are divided among; see SetShare
+	hosts map[string]*hostLimiter // by HostKey; grows with distinct hosts
 
 	closeOnce sync.Once
 }
@@ -135,10 +156,14 @@ func New(cfg Config) (*Client, error) {
 		log:       cfg.Logger,
 		obs:       cfg.Observer,
 		rand:      cfg.Rand,
-		global:    semaphore.NewWeighted(int64(cfg.GlobalInflight)),
+		global:    newSlots(cfg.GlobalInflight),
 		calls:     callCap{max: int64(cfg.MaxCalls)},
 		pacing:    cfg.Pacing,
-		hosts:     make(map[string]*hostLimiter),
+
+		globalTotal: cfg.GlobalInflight,
+		table:       hostTable(cfg.Hosts),
+		share:       1,
+		hosts:       make(map[string]*hostLimiter),
 	}, nil
 }
 
@@ -201,7 +226,7 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 		host:       req.URL.Host,
 		transport:  c.transportFor(req.Route),
 		hostKey:    hostKey(req.URL),
-		hl:         c.limiter(hostKey(req.URL), req.Limits.withDefaults()),
+		hl:         c.limiter(hostKey(req.URL), req.Limits),
 		replayable: replayable(req),
 		maxBody:    req.MaxBody,
 		header:     req.Header,
@@ -249,15 +274,8 @@ func notTokenChar(r rune) bool {
 }
 
 // hostKey is scheme://host:port with the default port made explicit, so
-// "http://a" and "http://a:80" share one limiter.
-func hostKey(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[scheme]
-	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
-}
+// "http://a" and "http://a:80" share one limiter (hostkey owns the rule).
+func hostKey(u *url.URL) string { return hostkey.Of(u) }
 
 // replayable reports whether repeating the request cannot duplicate its
 // effect: an idempotent method, or a caller-supplied Idempotency-Key.

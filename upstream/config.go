@@ -102,9 +102,11 @@ func (r Retry) Validate() error {
 	return nil
 }
 
-// Limits caps the traffic to one upstream host (scheme+host:port). The first
-// request to a host creates its limiter from its Limits; later requests to
-// the same host share it. A zero field takes its default.
+// Limits caps the traffic to one upstream host (scheme+host:port) from the
+// whole cluster: each Client applies its share, PerNode(n) for the n live
+// members SetShare last gave it. The limits come from Config.Hosts, or,
+// for a host it does not list, from the first Request to reach the host.
+// A zero field takes its default.
 type Limits struct {
 	// Inflight caps concurrent attempts to the host. Default 64.
 	Inflight int
@@ -148,12 +150,22 @@ type Config struct {
 	// *http.Transport (keep-alive pool, 64 idle connections per host,
 	// dial/TLS/idle timeouts). Tests inject an in-memory RoundTripper.
 	Transport http.RoundTripper
-	// Logger receives one record per retry. Default nil: discard.
+	// Logger receives one record per retry, and one per change of share
+	// (SetShare). Default nil: discard.
 	Logger *slog.Logger
 	// Observer receives metrics hooks. Default nil: no-op.
 	Observer Observer
-	// GlobalInflight caps in-flight attempts across all hosts. Default 256.
+	// GlobalInflight caps in-flight attempts across all hosts, for the
+	// whole cluster: the Client applies its share, as for Limits.Inflight
+	// (see SetShare). Default 256.
 	GlobalInflight int
+	// Hosts gives upstream hosts their caps, cluster-wide totals of which
+	// the Client applies its share (see SetShare). A key is the host's
+	// origin, scheme://host[:port], normalised as HostKey ("https://a" and
+	// "https://A:443" are one host, and naming one host twice is an
+	// error); a zero field takes its default. Default nil: a host takes
+	// the Limits of the first Request to reach it.
+	Hosts map[string]Limits
 	// MaxCalls caps the logical calls in flight on this Client, whoever
 	// waits for them: the waits between retries count, and so does a call
 	// whose caller went away but which runs on for others (a coalesced
@@ -186,6 +198,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if c.GlobalInflight < 0 || c.MaxCalls < 0 {
 		return fmt.Errorf("upstream: GlobalInflight %d or MaxCalls %d < 0", c.GlobalInflight, c.MaxCalls)
+	}
+	if err := validHosts(c.Hosts); err != nil {
+		return err
 	}
 	for route, t := range c.RouteTLS {
 		if err := t.Validate(); err != nil {

@@ -26,6 +26,15 @@
 // A wait for a slot or a token that does not fit in the budget ends the
 // call with a *LimitedError (ErrLimited) that says when to ask again.
 //
+// The caps are cluster-wide: Config.Hosts gives each host its totals
+// (keyed by origin, see hostkey) and Config.GlobalInflight the global
+// one, and the Client applies its share, the totals divided by the live
+// members the node last gave SetShare (Limits.PerNode), so the cluster as
+// a whole stays within them. A new share applies at once to caps in use,
+// slots held and tokens spent included. Every wait for a slot or a token
+// is reported (Observer.SlotWait, TokenWait) and every refusal by its cap
+// (Observer.Limited), so whether a cap binds shows before it refuses.
+//
 // The package knows nothing of caching or circuit breaking: the caller puts
 // validators (If-None-Match, …) in Request.Header and wraps Do in a breaker,
 // which then counts logical calls, after retries. Request.Trace tells that

@@ -60,3 +60,15 @@ func (k *call) notePause(res *Response) {
 		k.c.pacing.Pause(k.hostKey, d)
 	}
 }
+
+// pausedUntil is when the host's pause ends, for the retry's log line:
+// the zero Time when it is not paused (or no Pacing is set).
+func (k *call) pausedUntil() time.Time {
+	if k.c.pacing == nil {
+		return time.Time{}
+	}
+	if until := k.c.pacing.PausedUntil(k.hostKey); until.After(time.Now()) {
+		return until
+	}
+	return time.Time{}
+}

@@ -105,6 +105,10 @@ func (k *call) trace(err error) {
 	if why != "" {
 		k.c.obs.Refused(k.req.Route, k.host, why)
 	}
+	var le *LimitedError
+	if errors.As(err, &le) && why != RefusedCancelled { // a wait the caller cut is no cap's refusal
+		k.c.obs.Limited(k.req.Route, k.host, le.Cap)
+	}
 	if k.req.Trace == nil {
 		return
 	}

@@ -30,10 +30,10 @@ type Result struct {
 // Func is one checker.
 type Func func(h *History, cfg Config) Result
 
-// All lists the ten checkers in README order.
+// All lists the eleven checkers in README order.
 func All() []Func {
 	return []Func{Coalescing, Staleness, NoTimeTravel, StaleIfError, TenantIsolation, CookieIsolation,
-		BreakerAgreement, Convergence, BreakerDurability, Availability}
+		BreakerAgreement, Convergence, BreakerDurability, Availability, RetryAfter}
 }
 
 // Check runs every checker over h.

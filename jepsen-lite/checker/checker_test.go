@@ -253,7 +253,7 @@ func TestReadsPairing(t *testing.T) {
 
 func TestCheckRunsAll(t *testing.T) {
 	rs := Check(base(), DefaultConfig())
-	if len(rs) != 10 || !Passed(rs) {
+	if len(rs) != 11 || !Passed(rs) {
 		t.Fatalf("empty history: %+v", rs)
 	}
 }

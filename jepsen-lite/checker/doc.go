@@ -1,6 +1,6 @@
 // Package checker reads a finished run's History and decides, from the
 // clients' point of view, whether Levee kept the brief's promises. Each of
-// the ten checkers has an exact written definition (jepsen-lite/README.md)
+// the eleven checkers has an exact written definition (jepsen-lite/README.md)
 // and returns a Result: PASS/FAIL, ordered figures and the first few
 // violations with their run times.
 //

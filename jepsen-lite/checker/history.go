@@ -67,6 +67,14 @@ type Config struct {
 	// upstream stamping fetched_at before the node stores the body).
 	// Default 1s.
 	PersistMargin time.Duration
+	// RetryAfterSlack is how long after the upstream sent a 429 or 503
+	// with Retry-After calls may still arrive: calls already on the wire,
+	// and calls from nodes the committed pause has not reached yet (the
+	// node that got the answer holds at once; the others once the pause
+	// is forwarded to the leader, committed and applied: a few Raft round
+	// trips, milliseconds on the bridge). Default 250ms, ample for a
+	// loaded machine and small against the nemesis's Retry-After of 2s.
+	RetryAfterSlack time.Duration
 	// HealthyAvailability is the minimum fraction of ok reads invoked while
 	// healthy. Default 0.99.
 	HealthyAvailability float64
@@ -77,7 +85,7 @@ type Config struct {
 // DefaultConfig returns the documented tolerances.
 func DefaultConfig() Config {
 	return Config{Settle: 5 * time.Second, ClockSlack: time.Second, Propagation: 2 * time.Second,
-		Converge: 30 * time.Second, RestartConverge: 20 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, PersistMargin: time.Second, HealthyAvailability: 0.99, MaxViolations: 10}
+		Converge: 30 * time.Second, RestartConverge: 20 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, PersistMargin: time.Second, RetryAfterSlack: 250 * time.Millisecond, HealthyAvailability: 0.99, MaxViolations: 10}
 }
 
 // read is one client operation: an invoke paired with its completion.

@@ -55,7 +55,7 @@ type Op struct {
 
 // UpstreamCall is one request the demo upstream received.
 type UpstreamCall struct {
-	Time      int64  `json:"time"` // ns since start (harness clock)
+	Time      int64  `json:"time"` // arrival, ns since start (harness clock)
 	Tenant    string `json:"tenant"`
 	Key       string `json:"key"` // upstream path + query, as the demo logs it
 	Status    int    `json:"status"`
@@ -65,6 +65,12 @@ type UpstreamCall struct {
 	Conditional bool `json:"conditional,omitempty"`
 	// Fault is the upstream fault mode that decided the answer, "" if none.
 	Fault string `json:"fault,omitempty"`
+	// Answered is when the upstream sent its answer, ns since start; 0
+	// when it sent none (Status 0) or the history predates the field.
+	Answered int64 `json:"answered,omitempty"`
+	// RetryAfter is the Retry-After header the answer carried, as sent
+	// (delta-seconds or an HTTP-date); "" when it had none.
+	RetryAfter string `json:"retry_after,omitempty"`
 	// Session, Mint and NewSession: what a /api/session answer was for
 	// (the session it named, its mint id, whether it minted the session);
 	// empty on every other call. Such answers are per-user, so the cache

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/history"
 )
@@ -140,6 +141,67 @@ func TestScheduleEnsuresWholeClusterKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScheduleLateKindTakesAFreeDraw: a late kind only ever replaces a
+// free draw. With and without it, a seed's schedules agree up to the
+// first window where they differ, and there the late schedule has the
+// late kind; the ensured kinds are all still there.
+func TestScheduleLateKindTakesAFreeDraw(t *testing.T) {
+	cases := []struct {
+		name     string
+		duration time.Duration
+		nodes    int
+		minHits  int // seeds of 200 whose schedule has upstream-429
+	}{
+		{name: "4m on 3 nodes", duration: 4 * time.Minute, nodes: 3, minHits: 190},
+		{name: "4m on 5 nodes", duration: 4 * time.Minute, nodes: 5, minHits: 200},
+		{name: "10m on 5 nodes", duration: 10 * time.Minute, nodes: 5, minHits: 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hits := 0
+			for seed := range int64(200) {
+				cfg := DefaultScheduleConfig(tc.duration, mustKinds(t, "mixed", tc.nodes), seed)
+				cfg.Nodes = tc.nodes
+				with, _ := Schedule(cfg)
+				cfg.Late = nil
+				without, _ := Schedule(cfg)
+				checkWindows(t, cfg, with)
+				i := 0
+				for i < min(len(with), len(without)) && with[i] == without[i] {
+					i++
+				}
+				if i < len(with) && with[i].Kind != Upstream429 {
+					t.Fatalf("seed %d: late schedule differs at %v, not a late window:\n%v\n%v", seed, with[i], with, without)
+				}
+				for _, k := range EnsuredKinds() {
+					if slices.Contains(kindsOf(without), k) && !slices.Contains(kindsOf(with), k) {
+						t.Fatalf("seed %d: the late kind displaced %s: %v", seed, k, with)
+					}
+				}
+				if slices.Contains(kindsOf(with), Upstream429) {
+					hits++
+				}
+			}
+			if hits < tc.minHits {
+				t.Errorf("upstream-429 in %d of 200 schedules, want >= %d", hits, tc.minHits)
+			}
+		})
+	}
+}
+
+func TestScheduleLateKindsNotDrawnAreIgnored(t *testing.T) {
+	for seed := range int64(50) {
+		cfg := DefaultScheduleConfig(4*time.Minute, []string{Kill, Pause}, seed)
+		ws, err := Schedule(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(kindsOf(ws), Upstream429) {
+			t.Fatalf("seed %d: %v", seed, ws)
+		}
 	}
 }
 
@@ -299,6 +361,48 @@ func TestRunnerInjectsAndUndoes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUpstream429SendsRetryAfter runs the upstream-429 fault against the
+// real demo upstream: every /api/ answer is a 429 with Retry-After: 2
+// until the window is undone, and the call log records what was sent.
+func TestUpstream429SendsRetryAfter(t *testing.T) {
+	demo, err := demoupstream.New(demoupstream.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(demo)
+	defer srv.Close()
+	defer demo.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func() *http.Response {
+		t.Helper()
+		resp, err := client.Get(srv.URL + "/api/stories/1/comments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	r := New(Config{Backend: &fakeBackend{upstream: srv.URL}, Start: time.Now(), Record: func(history.Fault) {}})
+	defer r.Close()
+
+	a := r.inject(context.Background(), Upstream429)
+	if a.fault.Skipped != "" {
+		t.Fatalf("skipped: %s", a.fault.Skipped)
+	}
+	if resp := get(); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("during the fault: status %d, Retry-After %q; want 429 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	r.finish(a)
+	if resp := get(); resp.StatusCode != http.StatusOK || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("after the fault: status %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	calls := demo.Log()
+	if len(calls) != 2 || calls[0].RetryAfter != "2" || calls[0].Answered.IsZero() || calls[1].RetryAfter != "" {
+		t.Errorf("call log = %+v", calls)
 	}
 }
 

@@ -143,7 +143,7 @@ func stepNodes(steps []history.Step) []string {
 
 // TestScheduleOfOlderKindsUnchanged pins docs/chaos.md's run (5 nodes,
 // 10m, seed 42): drawing from the kinds that existed then, with nothing
-// ensured, still gives that schedule.
+// ensured or placed late, still gives that schedule.
 func TestScheduleOfOlderKindsUnchanged(t *testing.T) {
 	var older []string
 	for _, k := range mustKinds(t, "mixed", 5) {
@@ -152,7 +152,7 @@ func TestScheduleOfOlderKindsUnchanged(t *testing.T) {
 		}
 	}
 	cfg := DefaultScheduleConfig(10*time.Minute, older, 42)
-	cfg.Nodes, cfg.Ensure = 5, nil
+	cfg.Nodes, cfg.Ensure, cfg.Late = 5, nil, nil
 	ws, err := Schedule(cfg)
 	if err != nil {
 		t.Fatal(err)

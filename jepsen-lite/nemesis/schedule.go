@@ -59,6 +59,15 @@ func EnsuredKinds() []string {
 	return []string{RestartAll, KillAll, UpstreamDownRollingRestart}
 }
 
+// LateKinds are the kinds a schedule places late by default
+// (ScheduleConfig.Late): the upstream's rate limit, whose Retry-After
+// every node must honour (the retry-after checker). One window is enough
+// (each 429 pauses the upstream for 2 s), so it takes the place of a
+// late free draw rather than crowding out the ensured kinds.
+func LateKinds() []string {
+	return []string{Upstream429}
+}
+
 // ErrBadSpec wraps every invalid -nemesis value or schedule config.
 var ErrBadSpec = errors.New("nemesis: bad spec")
 
@@ -148,6 +157,13 @@ type ScheduleConfig struct {
 	// it, in list order. Kinds not in Kinds are ignored. Default
 	// EnsuredKinds().
 	Ensure []string
+	// Late lists kinds placed once, late, in the room the ensured kinds
+	// leave: a kind still missing takes the window when no ensured kind
+	// must, and a free draw at its longest could leave no room for it.
+	// It gives way to the ensured kinds, so it is not guaranteed (a run
+	// whose ensured kinds took the last room gets none). Kinds not in
+	// Kinds, or in Ensure, are ignored. Default LateKinds().
+	Late []string
 }
 
 // DefaultScheduleConfig returns the documented defaults for d and kinds.
@@ -155,7 +171,7 @@ func DefaultScheduleConfig(d time.Duration, kinds []string, seed int64) Schedule
 	return ScheduleConfig{Duration: d, Kinds: kinds, Seed: seed, Warmup: 10 * time.Second,
 		MinWindow: 10 * time.Second, MaxWindow: 25 * time.Second, MinGap: 10 * time.Second,
 		MaxGap: 20 * time.Second, Tail: 20 * time.Second, BreakerPhase: true,
-		RollStep: 8 * time.Second, Ensure: EnsuredKinds()}
+		RollStep: 8 * time.Second, Ensure: EnsuredKinds(), Late: LateKinds()}
 }
 
 // Validate reports the first invalid field, wrapping ErrBadSpec.
@@ -187,27 +203,31 @@ func Schedule(c ScheduleConfig) ([]Window, error) {
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x6e656d))
 	limit := c.Duration - c.Tail
 	pending := slices.DeleteFunc(slices.Clone(c.Ensure), func(k string) bool { return !slices.Contains(c.Kinds, k) })
+	late := slices.DeleteFunc(slices.Clone(c.Late), func(k string) bool {
+		return !slices.Contains(c.Kinds, k) || slices.Contains(pending, k)
+	})
 	var out []Window
 	t, prev := c.Warmup, ""
 	for {
-		kind := c.next(rng, len(out) == 0, prev, pending, limit-t)
+		kind := c.next(rng, len(out) == 0, prev, pending, late, limit-t)
 		if kind == "" {
 			return out, nil
 		}
 		length := min(max(between(rng, c.MinWindow, c.MaxWindow), c.minLength(kind)), limit-t)
 		out = append(out, Window{Kind: kind, Start: t, Length: length})
-		pending = slices.DeleteFunc(pending, func(k string) bool { return k == kind })
+		placed := func(k string) bool { return k == kind }
+		pending, late = slices.DeleteFunc(pending, placed), slices.DeleteFunc(late, placed)
 		t, prev = t+length+between(rng, c.MinGap, c.MaxGap), kind
 	}
 }
 
 // next chooses the kind of the window starting with room left before the
 // tail: the breaker phase first, then the first pending ensured kind that
-// fits when waiting would risk them, else a uniform draw among the kinds
-// that fit. "" when nothing fits.
-func (c ScheduleConfig) next(rng *rand.Rand, first bool, prev string, pending []string, room time.Duration) string {
-	switch {
-	case first && c.BreakerPhase:
+// fits when waiting would risk them, then likewise the first pending late
+// kind, else a uniform draw among the kinds that fit. "" when nothing
+// fits.
+func (c ScheduleConfig) next(rng *rand.Rand, first bool, prev string, pending, late []string, room time.Duration) string {
+	if first && c.BreakerPhase {
 		// The draw is made and discarded, as it always was, so a schedule
 		// of the older kinds alone is what it was for the same seed.
 		pick(rng, c.Kinds, prev)
@@ -215,16 +235,31 @@ func (c ScheduleConfig) next(rng *rand.Rand, first bool, prev string, pending []
 			return ""
 		}
 		return UpstreamDown
-	case len(pending) > 0 && c.mustPlace(pending, room):
-		if i := slices.IndexFunc(pending, func(k string) bool { return c.fits(k, room) }); i >= 0 {
-			return pending[i]
-		}
+	}
+	if k := c.forced(pending, room); k != "" {
+		return k
+	}
+	if k := c.forced(late, room); k != "" {
+		return k
 	}
 	fit := slices.DeleteFunc(slices.Clone(c.Kinds), func(k string) bool { return !c.fits(k, room) })
 	if len(fit) == 0 {
 		return ""
 	}
 	return pick(rng, fit, prev)
+}
+
+// forced is the first of pending that fits when a free draw now could
+// leave too little room for them (mustPlace); "" when there is no need,
+// or none fits.
+func (c ScheduleConfig) forced(pending []string, room time.Duration) string {
+	if len(pending) == 0 || !c.mustPlace(pending, room) {
+		return ""
+	}
+	if i := slices.IndexFunc(pending, func(k string) bool { return c.fits(k, room) }); i >= 0 {
+		return pending[i]
+	}
+	return ""
 }
 
 // mustPlace reports whether a free draw now, at its longest, could leave

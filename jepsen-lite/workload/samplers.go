@@ -199,6 +199,8 @@ type upstreamStats struct {
 		Status      int       `json:"status"`
 		Conditional bool      `json:"conditional"`
 		Fault       string    `json:"fault"`
+		Answered    time.Time `json:"answered"`
+		RetryAfter  string    `json:"retry_after"`
 		RequestID   string    `json:"request_id"`
 		Node        string    `json:"node"`
 		Session     string    `json:"session"`
@@ -217,7 +219,17 @@ func (s *Samplers) PollUpstream(ctx context.Context) error {
 	for _, c := range st.Log {
 		s.rec.Upstream(history.UpstreamCall{Time: s.clock.At(c.Time), Tenant: c.Tenant, Key: c.Key, Status: c.Status,
 			Node: c.Node, RequestID: c.RequestID, Conditional: c.Conditional, Fault: c.Fault,
+			Answered: s.runTimeOf(c.Answered), RetryAfter: c.RetryAfter,
 			Session: c.Session, Mint: c.Mint, NewSession: c.NewSession})
 	}
 	return nil
+}
+
+// runTimeOf maps t onto the run clock; the zero Time (never answered)
+// stays 0.
+func (s *Samplers) runTimeOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return s.clock.At(t)
 }

@@ -179,7 +179,9 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	})
 	mux.HandleFunc("/-/stats", func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"log": []map[string]any{
-			{"time": start.Add(time.Second), "tenant": "acme", "key": "/api/x", "status": 200, "request_id": "du-1", "node": "n2"}}})
+			{"time": start.Add(time.Second), "tenant": "acme", "key": "/api/x", "status": 200, "request_id": "du-1", "node": "n2"},
+			{"time": start.Add(2 * time.Second), "answered": start.Add(2*time.Second + time.Millisecond), "retry_after": "2",
+				"tenant": "acme", "key": "/api/x", "status": 429, "fault": "ratelimit", "request_id": "du-2", "node": "n1"}}})
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -201,7 +203,7 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	cancel()
 	<-done
 	snap := rec.Snapshot()
-	if len(snap.Breakers) == 0 || len(snap.Members) == 0 || len(snap.Upstream) != 1 {
+	if len(snap.Breakers) == 0 || len(snap.Members) == 0 || len(snap.Upstream) != 2 {
 		t.Fatalf("snapshot: %d breakers, %d members, %d upstream", len(snap.Breakers), len(snap.Members), len(snap.Upstream))
 	}
 	if b := snap.Breakers[0]; b.State != "open" || b.Index != 42 || b.Term != 3 || b.Guard != "closed" ||
@@ -212,8 +214,12 @@ func TestSamplersRecordAllThree(t *testing.T) {
 		m.RaftState != "Leader" || !slices.Equal(m.Voters, []string{"n1", "n2"}) {
 		t.Errorf("membership = %+v", m)
 	}
-	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" {
+	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" || u.Answered != 0 || u.RetryAfter != "" {
 		t.Errorf("upstream call = %+v", u)
+	}
+	if u := snap.Upstream[1]; u.Time != int64(2*time.Second) || u.Answered != int64(2*time.Second+time.Millisecond) ||
+		u.RetryAfter != "2" || u.Status != 429 {
+		t.Errorf("rate-limited upstream call = %+v", u)
 	}
 }
 
