@@ -31,6 +31,7 @@ func commitCount(t *testing.T, c *testCluster, i int) uint64 {
 // follower is timed on the follower (end to end) and on the leader (its
 // local commit), although the leader proposed nothing itself.
 func TestLeaderTimesForwardedCommits(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	for attempt := 1; ; attempt++ {
 		leader := leaderIndex(c)

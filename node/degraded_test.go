@@ -20,7 +20,9 @@ import (
 )
 
 // raftOnDisk is a single node with Raft on disk in front of a demo
-// upstream, whose Raft snapshots after every entry.
+// upstream, whose Raft snapshots after every entry. It elects itself at
+// the harness's Raft timings (steadyTimings), not the LAN defaults' 1 s
+// heartbeat: a single voter has no quorum to lose.
 type raftOnDisk struct {
 	t    *testing.T
 	cfg  *config.Config
@@ -38,7 +40,8 @@ func newRaftOnDisk(t *testing.T) *raftOnDisk {
 	cfg := testConfig(t, upSrv.URL)
 	cfg.Node.Raft = "127.0.0.1:0"
 	cfg.Cluster.Secret = "a secret for degraded tests"
-	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, SnapshotThreshold: 1}}
+	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, SnapshotThreshold: 1,
+		Timings: Timings{Raft: steadyTimings()}}}
 }
 
 // start starts a node on the data dir; Start must succeed.

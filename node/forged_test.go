@@ -19,6 +19,7 @@ import (
 // for a year is refused (403) and no node's table changes; the same
 // caller's own, in-bounds command commits everywhere.
 func TestLeaderRefusesForgedBreakerCommands(t *testing.T) {
+	t.Parallel()
 	c := newTestCluster(t, 3)
 	leader := leaderIndex(c)
 	sender := c.cfgs[(leader+1)%3].Node.Name

@@ -160,18 +160,31 @@ func TestHostShareFollowsMembership(t *testing.T) {
 	assertShares(t, c, host, 3, upstream.Limits{Inflight: 4, Rate: 10, Burst: 2})
 }
 
-// assertShares checks every running node's caps for host and the gauge
-// that shows the share.
+// assertShares waits until every running node's caps for host and the
+// gauge that shows the share say members, and fails with the last
+// mismatch if they do not within 10 s (gossip may still be settling a
+// restarted member when the share first reaches the count).
 func assertShares(t *testing.T, c *testCluster, host string, members int, want upstream.Limits) {
 	t.Helper()
-	for _, i := range c.running() {
-		n := c.nodes[i]
-		if got := n.upstream.NodeLimits(host); got != want {
-			t.Errorf("node %s, one of %d: caps %+v, want %+v", n.Name(), members, got, want)
+	var problem string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		problem = ""
+		for _, i := range c.running() {
+			n := c.nodes[i]
+			if got := n.upstream.NodeLimits(host); got != want {
+				problem = fmt.Sprintf("node %s, one of %d: caps %+v, want %+v", n.Name(), members, got, want)
+			} else if body := scrapeNode(t, n); !strings.Contains(body, fmt.Sprintf("levee_upstream_share_members %d\n", members)) {
+				problem = fmt.Sprintf("node %s: /metrics does not show levee_upstream_share_members %d", n.Name(), members)
+			}
 		}
-		if body := scrapeNode(t, n); !strings.Contains(body, fmt.Sprintf("levee_upstream_share_members %d\n", members)) {
-			t.Errorf("node %s: /metrics does not show levee_upstream_share_members %d", n.Name(), members)
+		if problem == "" {
+			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatal(problem)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

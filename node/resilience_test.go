@@ -261,11 +261,11 @@ func TestANodeWithAnotherSecretIsKeptOut(t *testing.T) {
 	}
 }
 
-// TestClusterTenantIsolation: two tenants ask for the same path through
-// every node, over several rounds (owner hits, forwards and near-cache
-// hits): every body carries the asking tenant, and each tenant's answer is
-// fetched once.
-func TestClusterTenantIsolation(t *testing.T) {
+// TestEachTenantGetsItsOwnBodyThroughEveryNode: two tenants ask for the
+// same path through every node, over several rounds (owner hits, forwards
+// and near-cache hits): every body carries the asking tenant, and each
+// tenant's answer is fetched once.
+func TestEachTenantGetsItsOwnBodyThroughEveryNode(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, 3)
 	tenants := []string{hotTenant, otherTenant}

@@ -181,8 +181,11 @@ func (c *upgradeCluster) startAll() {
 			cfg.Node.Join = []string{seed}
 		}
 		// Snapshot after a few entries, so this release writes a Mux
-		// snapshot that the second start loads.
-		opts := node.Options{Logger: testutil.Logger(c.t, slog.LevelInfo).With("test_node", name), SnapshotThreshold: 4}
+		// snapshot that the second start loads. The in-process timings
+		// (node.FastTimings) elect in a fraction of the LAN defaults' 1 s
+		// heartbeat; the data dirs, not the timings, are under test.
+		opts := node.Options{Logger: testutil.Logger(c.t, slog.LevelInfo).With("test_node", name), SnapshotThreshold: 4,
+			Timings: node.FastTimings()}
 		n, err := node.New(cfg, opts)
 		if err != nil {
 			c.t.Fatalf("New %s: %v", name, err)
@@ -211,7 +214,7 @@ func (c *upgradeCluster) stopAll() {
 }
 
 // formBound is how long the restarted cluster may take to elect a leader
-// at Raft's LAN timings (1 s heartbeat) on a loaded 2-core machine.
+// and find its peers through gossip on a loaded 2-core machine.
 const formBound = 45 * time.Second
 
 // waitFormed waits until every node knows one leader among exactly the
@@ -369,7 +372,23 @@ func (c *upgradeCluster) view(i int, route string) api.BreakerView {
 	return api.BreakerView{}
 }
 
+// admin commits an admin command through node i, again while it answers
+// 503 (no leader for the moment, as in an election on a loaded machine:
+// the API says to retry).
 func (c *upgradeCluster) admin(i int, route, action string) {
+	c.t.Helper()
+	var status int
+	var body []byte
+	testutil.WaitFor(c.t, 10*time.Second, action+" "+route+" answered", func() bool {
+		status, body = c.adminOnce(i, route, action)
+		return status != http.StatusServiceUnavailable
+	})
+	if status != http.StatusOK {
+		c.t.Fatalf("%s %s via %s: %d %s", action, route, c.m.Nodes[i], status, body)
+	}
+}
+
+func (c *upgradeCluster) adminOnce(i int, route, action string) (int, []byte) {
 	c.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, c.url(i, "/-/breakers/"+route+"/"+action), nil)
 	if err != nil {
@@ -380,11 +399,9 @@ func (c *upgradeCluster) admin(i int, route, action string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		c.t.Fatalf("%s %s via %s: %d %s", action, route, c.m.Nodes[i], resp.StatusCode, body)
-	}
+	return resp.StatusCode, body
 }
 
 func (c *upgradeCluster) status(i int) node.Status {
