@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -236,13 +237,17 @@ func (c *upgradeCluster) waitFormed() {
 	})
 }
 
+// leader is the fixture node node 0 knows as leader, once it knows one
+// (an election may be under way on a loaded machine).
 func (c *upgradeCluster) leader() int {
 	c.t.Helper()
-	id := c.status(0).Raft.Leader
-	i := slices.Index(c.m.Nodes, id)
-	if i < 0 {
-		c.t.Fatalf("leader %q is not a fixture node", id)
-	}
+	i := -1
+	testutil.WaitFor(c.t, formBound, "a leader among the fixture's nodes", func() bool {
+		if r := c.status(0).Raft; r != nil {
+			i = slices.Index(c.m.Nodes, r.Leader)
+		}
+		return i >= 0
+	})
 	return i
 }
 
@@ -354,9 +359,15 @@ func (c *upgradeCluster) forwardAsPreviousRelease(route string, op breaker.Op) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if _, err := cl.RaftApply(c.t.Context(), addr, bare); err != nil {
-		c.t.Fatalf("the leader refused a bare command from a previous-release follower: %v", err)
-	}
+	// Again at the current leader if leadership moved meanwhile; a refusal
+	// (403) is final.
+	testutil.WaitFor(c.t, formBound, "the leader to take a bare command", func() bool {
+		_, err := cl.RaftApply(c.t.Context(), c.nodes[c.leader()].InternalAddr(), bare)
+		if err != nil && strings.Contains(err.Error(), "403") {
+			c.t.Fatalf("the leader refused a bare command from a previous-release follower: %v", err)
+		}
+		return err == nil
+	})
 }
 
 func (c *upgradeCluster) view(i int, route string) api.BreakerView {
