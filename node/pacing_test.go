@@ -50,9 +50,10 @@ func (u *throttlingUpstream) calls() map[string][]time.Time {
 }
 
 // TestARetryAfterHoldsEveryNodeOffTheHost: one node's 429 with
-// Retry-After 2 pauses the host on every node (through the Raft log):
-// requests for other keys, through every node, reach the upstream only
-// after the pause ends, and are answered then, within their budget.
+// Retry-After 2 pauses the host on every node (through the Raft log): a
+// key with a stale copy is answered from it at once, through every node;
+// requests for other keys reach the upstream only after the pause ends,
+// and are answered then, within their budget.
 func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 	u := &throttlingUpstream{retryAfter: 2, arrivals: map[string][]time.Time{}}
 	srv := httptest.NewServer(u)
@@ -60,9 +61,12 @@ func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 	c := newTestCluster(t, 3, func(_ int, cfg *config.Config) {
 		cfg.Routes[0].Upstream = srv.URL + "/api"
 		cfg.Routes[0].Retry.Budget = config.Duration(4 * time.Second)
+		cfg.Routes[0].Cache.Fresh, cfg.Routes[0].Cache.Stale = config.Duration(200*time.Millisecond), 0
 	})
 	su, _ := url.Parse(srv.URL)
 	host := upstream.HostKey(su)
+	c.get(1, "/comments/items/cached").expect(t, 200, "MISS")
+	cachedAt := time.Now()
 
 	first := make(chan answer, 1)
 	go func() { a, _ := c.tryGet(0, "/comments/items/throttle"); first <- a }()
@@ -75,6 +79,14 @@ func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 		return true
 	})
 	until := c.nodes[0].raft.Pauser.PausedUntil(host)
+	c.waitFor(time.Second, "the cached copy to go stale", func() bool { return time.Since(cachedAt) > 300*time.Millisecond })
+	for i := range 3 { // a stale copy is served at once, not held for the pause
+		start := time.Now()
+		a := c.get(i, "/comments/items/cached")
+		if a.status != http.StatusOK || a.header.Get("X-Cache") != "STALE" || time.Since(start) > time.Second {
+			t.Errorf("cached key through node %d during the pause: %d %s after %v, want STALE at once", i, a.status, a.header.Get("X-Cache"), time.Since(start))
+		}
+	}
 	if body := scrape(t, c, 1); !strings.Contains(body, `levee_upstream_host_paused_until_seconds{host="`+host+`"}`) {
 		t.Errorf("/metrics of another node does not show %s paused", host)
 	}
@@ -94,8 +106,8 @@ func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 	}
 	for path, times := range u.calls() {
 		for n, at := range times {
-			if path == "/api/items/throttle" && n == 0 {
-				continue // the call that got the 429
+			if n == 0 && (path == "/api/items/throttle" || path == "/api/items/cached") {
+				continue // the call that got the 429, and the fill before it
 			}
 			if at.Before(until.Add(-50 * time.Millisecond)) { // the leader's clock is this process's
 				t.Errorf("%s reached the upstream %v before the pause ended", path, until.Sub(at))

@@ -40,6 +40,9 @@ func (e *Engine) upstreamRequest(rt *Route, r *Request, old *store.Entry) *upstr
 		Retry:   rt.Retry,
 		Limits:  rt.Limits,
 		MaxBody: max(rt.MaxBody*8, 10<<20),
+		// A copy within stale-if-error is served at once if the host is
+		// paused (a Retry-After), instead of holding the client for it.
+		Fallback: old != nil && old.Status != 0 && old.Freshness(e.cfg.Now()) != store.Dead,
 	}
 }
 

@@ -62,6 +62,11 @@ type Request struct {
 	// Trace, when set, is filled in by Do with what the call did (see
 	// Trace). Default nil: not traced.
 	Trace *Trace
+	// Fallback says the caller can answer without this call (it holds a
+	// stale copy within stale-if-error): a call to a paused host then
+	// fails at once (a *LimitedError) instead of waiting for the pause to
+	// end. Default false: it waits if the pause ends within the budget.
+	Fallback bool
 }
 
 // Response is the upstream's answer to the last attempt.

@@ -27,7 +27,9 @@ const capPaused = "host paused"
 
 // holdForPause keeps an attempt from reaching a paused host: it waits out
 // a pause that ends within the budget, and refuses the attempt (a
-// *LimitedError with the pause's Retry-After) when it does not. The wait
+// *LimitedError with the pause's Retry-After) when it does not, or when
+// the caller has a fallback (Request.Fallback: a stale copy it serves at
+// once rather than keep its client waiting). The wait
 // is Levee's, not the upstream's: it counts as admission, like a wait for
 // a slot.
 func (k *call) holdForPause() error {
@@ -39,10 +41,19 @@ func (k *call) holdForPause() error {
 	if wait <= 0 {
 		return nil
 	}
-	if until.After(k.deadline) {
+	if until.After(k.deadline) || k.req.Fallback {
 		return &LimitedError{Host: k.host, Cap: capPaused, RetryAfter: wait, Err: errPaused}
 	}
-	return sleep(k.budgetCtx, wait)
+	return sleep(k.budgetCtx, k.spread(wait))
+}
+
+// spread adds to a wait for a pause's end a random part of a quarter of
+// it, up to a second (within the budget): the calls a pause held do not
+// all reach the host in its first instant (docs/benchmarks.md, "A 429
+// storm": 318 calls in one second without it).
+func (k *call) spread(wait time.Duration) time.Duration {
+	extra := time.Duration(k.c.rand() * float64(min(time.Second, wait/4)))
+	return min(wait+extra, time.Until(k.deadline))
 }
 
 // notePause hands a 429 or 503's Retry-After to the cluster's pacing: the

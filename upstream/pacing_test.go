@@ -94,3 +94,17 @@ func TestAPausedHostGetsNoAttemptBeforeThePauseEnds(t *testing.T) {
 		}
 	})
 }
+
+func TestACallerWithAStaleCopyIsNotHeldByAPause(t *testing.T) {
+	p := newFakePacing()
+	p.until["http://api.example.com:80"] = time.Now().Add(2 * time.Second) // within the budget
+	s := &script{steps: []step{status(200)}}
+	c := newClient(t, Config{Transport: s, Pacing: p})
+	r := getReq(t, "http://api.example.com/x")
+	r.Retry, r.Fallback = Retry{MaxAttempts: 1, Budget: 5 * time.Second}, true
+	start := time.Now()
+	_, err := c.Do(t.Context(), r)
+	if !errors.Is(err, ErrLimited) || s.attempts() != 0 || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("err %v after %v, %d attempts: want a fast refusal, so the caller serves its copy", err, time.Since(start), s.attempts())
+	}
+}
