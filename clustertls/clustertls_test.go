@@ -116,12 +116,7 @@ func TestOnlyHoldersOfATrustedSecretConnect(t *testing.T) {
 	phase1 := mustIdentity(t, "n4", ours, theirs)
 	rotating := mustIdentity(t, "n3", theirs, ours)
 	noCert := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: n1.pool, ServerName: ClusterName}
-	tests := []struct {
-		name           string
-		server, client *tls.Config
-		ok             bool
-		saw            [2]string
-	}{
+	tests := []handshakeCase{
 		{"same secret", n1.ServerConfig(), n2.ClientConfig(), true, [2]string{"n2", "n1"}},
 		{"client of another secret", n1.ServerConfig(), intruder.ClientConfig(), false, [2]string{}},
 		{"server of another secret", intruder.ServerConfig(), n2.ClientConfig(), false, [2]string{}},
@@ -130,17 +125,7 @@ func TestOnlyHoldersOfATrustedSecretConnect(t *testing.T) {
 		{"phase-1 node and a rotated node connect", phase1.ServerConfig(), rotating.ClientConfig(), true, [2]string{"n3", "n4"}},
 		{"a node trusting only the old secret refuses a rotated one", n1.ServerConfig(), rotating.ClientConfig(), false, [2]string{}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, c, err := handshake(t, tt.server, tt.client)
-			if (err == nil) != tt.ok {
-				t.Fatalf("handshake err = %v, want ok=%v", err, tt.ok)
-			}
-			if tt.ok && (s != tt.saw[0] || c != tt.saw[1]) {
-				t.Fatalf("server saw %q, client saw %q; want %q, %q", s, c, tt.saw[0], tt.saw[1])
-			}
-		})
-	}
+	checkHandshakes(t, tests)
 }
 
 // TestNodeCertificateIsRenewedAtHalfItsLife: the certificate is reused
@@ -166,5 +151,29 @@ func TestNodeCertificateIsRenewedAtHalfItsLife(t *testing.T) {
 	}
 	if _, err := New(Config{Name: "", Issuer: id.cfg.Issuer}); err == nil {
 		t.Fatal("an identity without a name was accepted")
+	}
+}
+
+// handshakeCase is one mutual-TLS handshake and what it should give: ok,
+// and then the peer names each side saw (server's, client's).
+type handshakeCase struct {
+	name           string
+	server, client *tls.Config
+	ok             bool
+	saw            [2]string
+}
+
+func checkHandshakes(t *testing.T, cases []handshakeCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			s, c, err := handshake(t, tt.server, tt.client)
+			if (err == nil) != tt.ok {
+				t.Fatalf("handshake err = %v, want ok=%v", err, tt.ok)
+			}
+			if tt.ok && (s != tt.saw[0] || c != tt.saw[1]) {
+				t.Fatalf("server saw %q, client saw %q; want %q, %q", s, c, tt.saw[0], tt.saw[1])
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -215,12 +214,7 @@ func TestOperatorCertificatesConnectNodesOfOneCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name           string
-		server, client *tls.Config
-		ok             bool
-		saw            [2]string
-	}{
+	tests := []handshakeCase{
 		{"same CA", n1.ServerConfig(), n2.ClientConfig(), true, [2]string{"n2", "n1"}},
 		{"client of another CA", n1.ServerConfig(), intruder.ClientConfig(), false, [2]string{}},
 		{"server of another CA", intruder.ServerConfig(), n2.ClientConfig(), false, [2]string{}},
@@ -233,17 +227,7 @@ func TestOperatorCertificatesConnectNodesOfOneCA(t *testing.T) {
 		{"server through an intermediate", viaIntermediate.ServerConfig(), n2.ClientConfig(), true, [2]string{"n2", "n5"}},
 		{"client through an intermediate", n1.ServerConfig(), viaIntermediate.ClientConfig(), true, [2]string{"n5", "n1"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, c, err := handshake(t, tt.server, tt.client)
-			if (err == nil) != tt.ok {
-				t.Fatalf("handshake err = %v, want ok=%v", err, tt.ok)
-			}
-			if tt.ok && (s != tt.saw[0] || c != tt.saw[1]) {
-				t.Fatalf("server saw %q, client saw %q; want %q, %q", s, c, tt.saw[0], tt.saw[1])
-			}
-		})
-	}
+	checkHandshakes(t, tests)
 }
 
 // TestFromFilesRefusesUnusableFiles: every way the operator's files can
