@@ -1,0 +1,218 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/levee/levee/api"
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/metrics"
+)
+
+// The node's lifecycle: start in order, stop in reverse order, and the
+// addresses it bound.
+
+// Start loads the saved cache, serves node.http, then starts Raft (so its
+// bound address can be gossiped) and gossip. It returns once the
+// listeners are bound, so HTTPAddr is valid (node.http may use port 0).
+func (n *Node) Start(ctx context.Context) error {
+	if n.persist != nil {
+		n.persist.Load()
+		n.persist.Start()
+	}
+	l, err := n.api.Listen(n.cfg.Node.HTTP, listenConfig(n.cfg.Node))
+	if err != nil {
+		return fmt.Errorf("node: node.http: %w", err)
+	}
+	n.http = l
+	if n.cfg.Node.Admin != "" {
+		if n.admin, err = n.api.ListenAdmin(n.cfg.Node.Admin, listenConfig(n.cfg.Node)); err != nil {
+			return fmt.Errorf("node: node.admin: %w", err)
+		}
+	}
+	if err := n.listenInternal(); err != nil {
+		return err
+	}
+	if err := n.startCluster(ctx); err != nil {
+		return err
+	}
+	n.log.Info("node started", "http", n.HTTPAddr(), "routes", len(n.cfg.Routes), "clustered", n.cluster != nil)
+	return nil
+}
+
+func (n *Node) startCluster(ctx context.Context) error {
+	if n.raft == nil {
+		return nil
+	}
+	if err := n.startRaft(ctx); err != nil {
+		return err
+	}
+	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
+	switch {
+	case n.cluster != nil:
+		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
+			return err
+		}
+		n.raft.Gossip.StartPublishing()
+	default: // raft without gossip: a one-voter cluster
+		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
+	}
+	return nil
+}
+
+// startRaft starts Raft. A damaged Raft store (consensus.ErrDamaged) is
+// no reason to stop serving, nor to exit into a crash loop on the same
+// bytes: the node runs degraded, without Raft, its breakers decided by the
+// local guard (breaker.Replicated, since Raft is never healthy), /-/readyz
+// answering 503 and levee_raft_degraded at 1 until the data dir is
+// repaired (docs/runbook.md). Any other failure, such as the Raft port
+// being taken, stops Start.
+func (n *Node) startRaft(ctx context.Context) error {
+	err := n.raft.Start(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, consensus.ErrDamaged):
+		n.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
+		return nil
+	}
+	return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
+}
+
+// listenConfig bounds node.http by the node.* limits.
+func listenConfig(c config.Node) api.ListenConfig {
+	return api.ListenConfig{MaxHeaderBytes: int(c.MaxHeaderBytes.Int64()), ReadTimeout: c.ReadTimeout.D(),
+		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// HTTPAddr is the address the API listens on.
+func (n *Node) HTTPAddr() string {
+	if n.http == nil {
+		return n.cfg.Node.HTTP
+	}
+	return n.http.Addr()
+}
+
+// AdminAddr is the address of the admin port (node.admin); "" without one
+// or before Start.
+func (n *Node) AdminAddr() string {
+	if n.admin == nil {
+		return ""
+	}
+	return n.admin.Addr()
+}
+
+// InternalAddr is the address of the internal port (node.raft): Raft and
+// peer messages, mutual TLS only. "" without node.raft or before Start.
+func (n *Node) InternalAddr() string {
+	if n.internal == nil {
+		return ""
+	}
+	return n.internal.Addr().String()
+}
+
+// Metrics exposes the node's series (tests and benchmarks read counters).
+func (n *Node) Metrics() *metrics.Metrics { return n.metrics }
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.cfg.Node.Name }
+
+// Close stops the node gracefully, keeping its Raft seat (a stop is not a
+// leave, see consensus/seat.go): give up the seat first only when
+// node.leave_on_terminate says so, announce the gossip leave (peers stop
+// routing to us), hand off Raft leadership, stop accepting and drain
+// requests in flight (bounded by node.shutdown_timeout), stop background
+// refreshes, then close Raft, gossip, upstream connections and the cache.
+// Safe to call twice, and before Start.
+func (n *Node) Close() error { return n.close(true) }
+
+// Crash stops the node the way a killed process would look to its peers:
+// no leave is announced and Raft leadership is not handed off. Tests use it
+// to simulate node death.
+func (n *Node) Crash() error { return n.close(false) }
+
+func (n *Node) close(graceful bool) error {
+	n.closeOnce.Do(func() {
+		if n.raft != nil {
+			n.raft.Gossip.StopPublishing() // before gossip changes under it
+		}
+		if graceful {
+			n.announceStop()
+		}
+		n.drain(graceful)
+		n.engine.Close()
+		if n.persist != nil {
+			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
+		}
+		if n.raft != nil {
+			n.raft.Pauser.Close() // its proposals, each bounded
+			n.closeErr = n.raft.Node.Close()
+		}
+		if n.internal != nil {
+			n.internal.Close()
+		}
+		if n.cluster != nil {
+			n.cluster.close()
+		}
+		n.upstream.Close()
+		n.cache.Close()
+		n.log.Info("node stopped", "graceful", graceful)
+	})
+	return n.closeErr
+}
+
+// announceStop tells the cluster this node is going: gossip hears a leave
+// (peers stop routing to it), then a leader hands leadership over, or,
+// with node.leave_on_terminate, the node gives up its Raft seat. The
+// gossip leave comes first so the leader, seeing the node alive, does not
+// add it straight back as a voter.
+func (n *Node) announceStop() {
+	if n.cluster != nil {
+		n.cluster.leave()
+	}
+	if n.raft == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	defer cancel()
+	if n.cfg.Node.LeaveOnTerminate {
+		if err := n.raft.Node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
+			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
+		}
+		return
+	}
+	if err := n.raft.Node.StepDown(ctx); err != nil {
+		n.log.Warn("raft step down", "err", err)
+	}
+}
+
+// drain stops the HTTP server and the peer messages' server together:
+// gracefully within node.shutdown_timeout, or at once.
+func (n *Node) drain(graceful bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+	defer cancel()
+	if !graceful {
+		cancel()
+	}
+	var wg sync.WaitGroup
+	if n.http != nil {
+		wg.Go(func() { n.http.Shutdown(ctx) })
+	}
+	if n.peers != nil {
+		wg.Go(func() { n.peers.Shutdown(ctx) })
+	}
+	wg.Wait()
+	if n.admin != nil { // last: a POST /-/leave in flight still gets its answer
+		n.admin.Shutdown(ctx)
+	}
+}
