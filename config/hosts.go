@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/url"
 
 	"github.com/levee/levee/upstream/hostkey"
 )
@@ -38,13 +37,8 @@ type Upstream struct {
 	MaxInflight int `yaml:"max_inflight"`
 }
 
-// HostKey names the host u calls as hosts: entries are matched to
-// routes: scheme://host:port, lower case, the default port explicit (the
-// rule upstream keys its caps and pauses by).
-func HostKey(u *url.URL) string { return hostkey.Of(u) }
-
 // ResolvedHosts returns the caps of every host a route calls, keyed by
-// HostKey: its hosts: entry, else the limits its routes set when they are
+// hostkey.Of: its hosts: entry, else the limits its routes set when they are
 // not the defaults (deprecated; Validate refuses routes that disagree),
 // else DefaultHostLimits. Hosts listed in hosts: that no route calls are
 // included too. Call it on a valid Config.
@@ -56,7 +50,7 @@ func (c *Config) ResolvedHosts() map[string]HostLimits {
 		if err != nil {
 			continue // Validate reports it
 		}
-		key := HostKey(u)
+		key := hostkey.Of(u)
 		if routeSetsLimits(r) {
 			out[key] = HostLimits(r.Limits)
 		} else if _, ok := out[key]; !ok {

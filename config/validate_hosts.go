@@ -68,7 +68,7 @@ func (v *validator) routeLimits(routes []Route, listed map[string]string) {
 	}
 }
 
-// routedHosts is the set of hosts the routes call, by HostKey.
+// routedHosts is the set of hosts the routes call, by hostkey.Of.
 func routedHosts(routes []Route) map[string]bool {
 	out := map[string]bool{}
 	for i := range routes {
@@ -79,12 +79,12 @@ func routedHosts(routes []Route) map[string]bool {
 	return out
 }
 
-// routeHost is the HostKey of a route's upstream; false when the upstream
+// routeHost is the hostkey.Of of a route's upstream; false when the upstream
 // is invalid (reported under routes[i].upstream).
 func routeHost(r *Route) (string, bool) {
 	u, err := parseUpstream(r.Upstream)
 	if err != nil {
 		return "", false
 	}
-	return HostKey(u), true
+	return hostkey.Of(u), true
 }

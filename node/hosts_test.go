@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/levee/levee/upstream/hostkey"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -148,7 +149,7 @@ func TestHostShareFollowsMembership(t *testing.T) {
 	t.Parallel()
 	total := config.HostLimits{Inflight: 12, Rate: 30, Burst: 6}
 	c, _, su := hostsCluster(t, 3, total, func(_ int, cfg *config.Config) { cfg.Upstream.MaxInflight = 90 })
-	host := upstream.HostKey(su)
+	host := hostkey.Of(su)
 	assertShares(t, c, host, 3, upstream.Limits{Inflight: 4, Rate: 10, Burst: 2})
 
 	c.stop(2)

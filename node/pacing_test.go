@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/levee/levee/upstream/hostkey"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
-	"github.com/levee/levee/upstream"
 )
 
 // throttlingUpstream answers its first call to /api/items/throttle with
@@ -64,7 +64,7 @@ func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 		cfg.Routes[0].Cache.Fresh, cfg.Routes[0].Cache.Stale = config.Duration(200*time.Millisecond), 0
 	})
 	su, _ := url.Parse(srv.URL)
-	host := upstream.HostKey(su)
+	host := hostkey.Of(su)
 	c.get(1, "/comments/items/cached").expect(t, 200, "MISS")
 	cachedAt := time.Now()
 

@@ -1,6 +1,7 @@
 package routecfg
 
 import (
+	"github.com/levee/levee/upstream/hostkey"
 	"reflect"
 	"testing"
 
@@ -41,8 +42,8 @@ func TestCapsKeyEveryRoutedHostAsTheClientDoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, rt := range routes {
-		if _, ok := hosts[upstream.HostKey(rt.Upstream)]; !ok {
-			t.Errorf("route %s calls %s, which the table does not key", rt.Name, upstream.HostKey(rt.Upstream))
+		if _, ok := hosts[hostkey.Of(rt.Upstream)]; !ok {
+			t.Errorf("route %s calls %s, which the table does not key", rt.Name, hostkey.Of(rt.Upstream))
 		}
 	}
 	if err := (upstream.Config{Hosts: hosts, GlobalInflight: global}).Validate(); err != nil {

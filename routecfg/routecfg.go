@@ -1,13 +1,8 @@
-// Package routecfg turns the configured routes (config.Route) into the
-// runtime forms the parts use: the proxy's routes, each route's breaker
-// settings for the leader's command checks, the upstream client's
-// per-route TLS and per-host caps, and the API's route list. It is the one
-// mapping from a route's config keys to those forms, so a key cannot mean
-// one thing to the proxy and another to the breaker.
 package routecfg
 
 import (
 	"fmt"
+	"github.com/levee/levee/upstream/hostkey"
 	"net/url"
 
 	"github.com/levee/levee/api"
@@ -167,7 +162,7 @@ func BreakerSettings(cfg *config.Config) (func(string) (breaker.Settings, bool),
 }
 
 // Hosts reports whether a configured route calls an upstream host (keyed
-// as upstream.HostKey): the leader refuses a forwarded pause of any other.
+// as hostkey.Of): the leader refuses a forwarded pause of any other.
 func Hosts(cfg *config.Config) (func(string) bool, error) {
 	hosts := map[string]bool{}
 	for i := range cfg.Routes {
@@ -175,7 +170,7 @@ func Hosts(cfg *config.Config) (func(string) bool, error) {
 		if err != nil {
 			return nil, err
 		}
-		hosts[upstream.HostKey(u)] = true
+		hosts[hostkey.Of(u)] = true
 	}
 	return func(h string) bool { return hosts[h] }, nil
 }
@@ -183,7 +178,7 @@ func Hosts(cfg *config.Config) (func(string) bool, error) {
 // Caps is the upstream client's cluster-wide caps: each host a route
 // calls with its limits (config.ResolvedHosts: its hosts: entry, else its
 // routes' deprecated limits, else the defaults), keyed as
-// upstream.HostKey, for upstream.Config.Hosts; and upstream.max_inflight,
+// hostkey.Of, for upstream.Config.Hosts; and upstream.max_inflight,
 // for upstream.Config.GlobalInflight. The node divides both among the
 // live members (upstream.Client.SetShare).
 func Caps(cfg *config.Config) (hosts map[string]upstream.Limits, globalInflight int) {

@@ -31,7 +31,7 @@ type call struct {
 	start      time.Time
 	deadline   time.Time
 	host       string
-	hostKey    string            // HostKey: what caps and pauses are keyed by
+	hostKey    string            // hostkey.Of(URL): what caps and pauses are keyed by
 	transport  http.RoundTripper // the route's (see Config.RouteTLS)
 	hl         *hostLimiter
 	replayable bool

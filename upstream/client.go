@@ -136,11 +136,11 @@ type Client struct {
 	pacing    Pacing  // Config.Pacing; nil: none
 
 	globalTotal int               // Config.GlobalInflight, cluster-wide
-	table       map[string]Limits // Config.Hosts by HostKey, defaults filled; fixed by New
+	table       map[string]Limits // Config.Hosts by hostkey.Of, defaults filled; fixed by New
 
 	mu    sync.Mutex
 	share int                     // live members the caps are divided among; see SetShare
-	hosts map[string]*hostLimiter // by HostKey; grows with distinct hosts
+	hosts map[string]*hostLimiter // by hostkey.Of; grows with distinct hosts
 
 	closeOnce sync.Once
 }
@@ -230,8 +230,8 @@ func (c *Client) newCall(ctx context.Context, req *Request) (*call, error) {
 		start: now, deadline: now.Add(r.Budget),
 		host:       req.URL.Host,
 		transport:  c.transportFor(req.Route),
-		hostKey:    hostKey(req.URL),
-		hl:         c.limiter(hostKey(req.URL), req.Limits),
+		hostKey:    hostkey.Of(req.URL),
+		hl:         c.limiter(hostkey.Of(req.URL), req.Limits),
 		replayable: replayable(req),
 		maxBody:    req.MaxBody,
 		header:     req.Header,
@@ -277,10 +277,6 @@ func notTokenChar(r rune) bool {
 	}
 	return !strings.ContainsRune("!#$%&'*+-.^_`|~", r)
 }
-
-// hostKey is scheme://host:port with the default port made explicit, so
-// "http://a" and "http://a:80" share one limiter (hostkey owns the rule).
-func hostKey(u *url.URL) string { return hostkey.Of(u) }
 
 // replayable reports whether repeating the request cannot duplicate its
 // effect: an idempotent method, or a caller-supplied Idempotency-Key.

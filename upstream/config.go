@@ -161,7 +161,7 @@ type Config struct {
 	GlobalInflight int
 	// Hosts gives upstream hosts their caps, cluster-wide totals of which
 	// the Client applies its share (see SetShare). A key is the host's
-	// origin, scheme://host[:port], normalised as HostKey ("https://a" and
+	// origin, scheme://host[:port], normalised as hostkey.Of ("https://a" and
 	// "https://A:443" are one host, and naming one host twice is an
 	// error); a zero field takes its default. Default nil: a host takes
 	// the Limits of the first Request to reach it.

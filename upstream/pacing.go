@@ -9,7 +9,7 @@ import (
 // Pacing is the cluster's pace toward each upstream host (pacing.Pauser
 // implements it): a host that answered 429 or 503 with Retry-After is
 // paused on every node until then, and no attempt is sent to it before.
-// Hosts are keyed as HostKey.
+// Hosts are keyed as hostkey.Of.
 type Pacing interface {
 	// PausedUntil is when host's pause ends; the zero Time when it has
 	// none.

@@ -63,7 +63,7 @@ func (c *Client) Share() int {
 }
 
 // NodeLimits returns the caps the Client applies to host (keyed as
-// HostKey) now: its share of the host's cluster-wide Limits.
+// hostkey.Of) now: its share of the host's cluster-wide Limits.
 func (c *Client) NodeLimits(host string) Limits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,7 +87,7 @@ func (h *hostLimiter) setShare(n int) {
 	h.tokens.SetBurst(l.Burst)
 }
 
-// hostTable keys Config.Hosts by HostKey, defaults filled; Validate has
+// hostTable keys Config.Hosts by hostkey.Of, defaults filled; Validate has
 // checked the keys.
 func hostTable(hosts map[string]Limits) map[string]Limits {
 	out := make(map[string]Limits, len(hosts))

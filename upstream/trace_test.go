@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"github.com/levee/levee/upstream/hostkey"
 	"slices"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func holdSlot(t *testing.T, c *Client, d time.Duration) <-chan struct{} {
 		close(done)
 		return done
 	}
-	c.limiter(hostKey(getReq(t, "https://api.example/x").URL), Limits{Inflight: 1}.withDefaults())
+	c.limiter(hostkey.Of(getReq(t, "https://api.example/x").URL), Limits{Inflight: 1}.withDefaults())
 	blocker := newClient(t, Config{Transport: &script{steps: []step{{status: 200, delay: d}}}})
 	blocker.hosts = c.hosts // share the host limiters, not the transport
 	go func() {
