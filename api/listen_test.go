@@ -43,7 +43,14 @@ func TestListenServesUntilShutdown(t *testing.T) {
 // listenFor serves s on a free port with lc until the test ends.
 func listenFor(t *testing.T, s *Server, lc ListenConfig) string {
 	t.Helper()
-	l, err := s.Listen("127.0.0.1:0", lc)
+	return served(t, s.Listen, lc)
+}
+
+// served binds a free port with listen and shuts it down when the test
+// ends.
+func served(t *testing.T, listen func(string, ListenConfig) (*Listener, error), lc ListenConfig) string {
+	t.Helper()
+	l, err := listen("127.0.0.1:0", lc)
 	if err != nil {
 		t.Fatal(err)
 	}

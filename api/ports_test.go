@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/levee/levee/peer"
 )
@@ -235,14 +234,5 @@ func TestListenAdminNeedsAdminSeparate(t *testing.T) {
 // listenAdminFor serves s's admin port on a free port until the test ends.
 func listenAdminFor(t *testing.T, s *Server) string {
 	t.Helper()
-	l, err := s.ListenAdmin("127.0.0.1:0", ListenConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		l.Shutdown(ctx)
-	})
-	return l.Addr()
+	return served(t, s.ListenAdmin, ListenConfig{})
 }

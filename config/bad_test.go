@@ -221,33 +221,14 @@ func TestFieldErrors(t *testing.T) {
 func TestValidateCodeBuilt(t *testing.T) {
 	nan := 0.0
 	nan /= nan
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		want   string // "" means valid
-	}{
+	tests := []validateCase{
 		{name: "valid", mutate: func(*Config) {}},
 		{name: "nan load factor", mutate: func(c *Config) { c.Cluster.LoadFactor = nan }, want: "cluster.load_factor: must be > 1"},
 		{name: "nan jitter", mutate: func(c *Config) { c.Routes[0].Retry.Network.Jitter = "NaN" }, want: "routes[0].retry.network.jitter: must be in [0, 1]"},
 		{name: "nan rate", mutate: func(c *Config) { c.Routes[0].Limits.Rate = nan }, want: "routes[0].limits.rate: must be > 0"},
 		{name: "no routes", mutate: func(c *Config) { c.Routes = nil }, want: "routes: at least one route is required"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := Default()
-			r := DefaultRoute()
-			r.Name, r.Prefix, r.Upstream = "r", "/r/", "http://x/"
-			c.Routes = []Route{r}
-			tt.mutate(c)
-			err := c.Validate()
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	checkValidate(t, tests)
 }
 
 // TestDecodeAndValidationErrorsTogether checks that one Parse reports both
@@ -306,5 +287,33 @@ func TestAliasBomb(t *testing.T) {
 	_, err := Parse([]byte(b.String()))
 	if err == nil || !strings.Contains(err.Error(), "document too complex") {
 		t.Fatalf("Parse = %v, want a too-complex error", err)
+	}
+}
+
+// validateCase edits a valid one-route config and names the error
+// Validate must give ("" means valid).
+type validateCase struct {
+	name   string
+	mutate func(*Config)
+	want   string
+}
+
+func checkValidate(t *testing.T, tests []validateCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			r := DefaultRoute()
+			r.Name, r.Prefix, r.Upstream = "r", "/r/", "http://x/"
+			c.Routes = []Route{r}
+			tt.mutate(c)
+			err := c.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Validate = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

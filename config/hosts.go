@@ -1,7 +1,6 @@
 package config
 
 import (
-
 	"github.com/levee/levee/upstream/hostkey"
 )
 

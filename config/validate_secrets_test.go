@@ -15,11 +15,7 @@ const testSecret = "a-cluster-secret-for-config-tests"
 // a single node may run without either.
 func TestCredentialRules(t *testing.T) {
 	const token = "an-admin-token-for-config-tests"
-	tests := []struct {
-		name   string
-		mutate func(*Config)
-		want   string // "" means valid
-	}{
+	tests := []validateCase{
 		{name: "single node without credentials", mutate: func(*Config) {}},
 		{name: "single node with both", mutate: func(c *Config) { c.Cluster.Secret, c.Cluster.AdminToken = testSecret, token }},
 		{name: "gossip with a secret", mutate: func(c *Config) {
@@ -54,20 +50,5 @@ func TestCredentialRules(t *testing.T) {
 		{name: "admin token equal to the secret", mutate: func(c *Config) { c.Cluster.Secret, c.Cluster.AdminToken = testSecret, testSecret },
 			want: "cluster.admin_token: must differ from cluster.secret"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := Default()
-			r := DefaultRoute()
-			r.Name, r.Prefix, r.Upstream = "r", "/r/", "http://x/"
-			c.Routes = []Route{r}
-			tt.mutate(c)
-			err := c.Validate()
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Validate = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Fatalf("Validate = %v, want %q", err, tt.want)
-			}
-		})
-	}
+	checkValidate(t, tests)
 }
