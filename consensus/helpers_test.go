@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
 
 var errBadEntry = errors.New("testsm: undecodable entry")
 

@@ -31,7 +31,7 @@ func (n *Node) nudgeLoop() {
 		if err != nil || r.State() != raft.Leader {
 			continue
 		}
-		if err := r.Barrier(n.cfg.ConfigChangeTimeout).Error(); err != nil {
+		if err := n.await(n.ctx, r.Barrier(n.cfg.ConfigChangeTimeout)); err != nil {
 			n.log.Debug("commit nudge failed", "err", err)
 		}
 	}

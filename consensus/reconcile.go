@@ -119,12 +119,12 @@ func (n *Node) applyChange(r *raft.Raft, c change) {
 	var err error
 	switch c.kind {
 	case changeAddVoter:
-		err = r.AddVoter(raft.ServerID(c.id), raft.ServerAddress(c.addr), 0, timeout).Error()
+		err = n.await(n.ctx, r.AddVoter(raft.ServerID(c.id), raft.ServerAddress(c.addr), 0, timeout))
 		if err == nil {
 			n.stats.votersAdded.Add(1)
 		}
 	case changeRemove:
-		err = r.RemoveServer(raft.ServerID(c.id), 0, timeout).Error()
+		err = n.await(n.ctx, r.RemoveServer(raft.ServerID(c.id), 0, timeout))
 		if err == nil {
 			n.stats.serversRemoved.Add(1)
 		}

@@ -170,3 +170,44 @@ func TestApplyFromPeerHandsTheSenderToTheMachine(t *testing.T) {
 		t.Fatalf("OnRefused got %+v, want one refusal from n4", refused)
 	}
 }
+
+// blockedFuture is a raft future raft never answers until release closes:
+// what Shutdown racing a commit leaves behind (hashicorp/raft#498).
+// entered closes when someone starts waiting on it.
+type blockedFuture struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (f blockedFuture) Error() error {
+	close(f.entered)
+	<-f.release
+	return nil
+}
+
+// TestCloseDoesNotWaitForAFutureRaftNeverAnswers: a proposal waiting on a
+// future raft leaves unanswered gets ErrClosed when the node closes, and
+// Close returns instead of hanging on it.
+func TestCloseDoesNotWaitForAFutureRaftNeverAnswers(t *testing.T) {
+	n, _, _, _ := soloWithMux(t, nil)
+	f := blockedFuture{entered: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(f.release) }) // lets the waiter end before goleak looks
+	waited := make(chan error, 1)
+	go func() { waited <- n.await(context.Background(), f) }()
+	<-f.entered
+	closed := make(chan error, 1)
+	go func() { closed <- n.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close hung on a future raft never answers")
+	}
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("await on close: %v, want ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("await did not return when the node closed")
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/internal/testutil"
 )
 
 // raftOnDisk is a single node with Raft on disk in front of a demo
@@ -110,7 +111,7 @@ func TestDamagedRaftStoreServesDegraded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs after every other cleanup
+			t.Cleanup(func() { goleak.VerifyNone(t, ignore, testutil.UnansweredRaftFutures) }) // runs after every other cleanup
 			r := newRaftOnDisk(t)
 			r.commitAndStop()
 			tc.damage(t, r)

@@ -17,7 +17,7 @@ import (
 	"github.com/levee/levee/demoupstream"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
 
 // fakeClock is the node's clock: cache windows and breaker timeouts pass
 // when a test says so. Upstream retry waits stay on real time (they are a

@@ -12,7 +12,7 @@ import (
 	"github.com/levee/levee/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
 
 // TestReconcileStampsWhenAMemberWasFirstSeenGone: a dead or left member's
 // Since is when this bridge first saw it gone (what dead_after counts

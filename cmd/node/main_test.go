@@ -13,9 +13,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/levee/levee/internal/testutil"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
 
 const validYAML = `
 node:
