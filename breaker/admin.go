@@ -20,10 +20,21 @@ type Admin struct {
 	OpenFor func(route string) (time.Duration, error)
 	// Now stamps commands. Default time.Now.
 	Now func() time.Time
+	// Hold is Config.Hold: an open route is shown open until its host's
+	// pause ends when that is later. Default nil.
+	Hold func(route string) time.Time
 }
 
-// Views returns every route's committed state.
-func (a *Admin) Views() []View { return a.Table.Views() }
+// Views returns every route's committed state, held open as Hold says.
+func (a *Admin) Views() []View {
+	views := a.Table.Views()
+	if a.Hold != nil {
+		for i := range views {
+			views[i] = HeldUntil(views[i], a.Hold(views[i].Route))
+		}
+	}
+	return views
+}
 
 // ForceOpen holds route open until ForceClose.
 func (a *Admin) ForceOpen(ctx context.Context, route string) error {

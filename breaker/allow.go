@@ -29,7 +29,7 @@ func (b *Breaker) Allow(ctx context.Context, route string, s Settings) (Ticket, 
 		return Ticket{}, fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadSettings, len(route), maxRouteLen)
 	}
 	now := b.now()
-	v := b.reader.View(route)
+	v := b.View(route)
 	switch {
 	case v.State == Closed:
 		return Ticket{route: route, settings: s, start: now}, nil
@@ -73,6 +73,9 @@ func (b *Breaker) acquire(ctx context.Context, route string, s Settings, v View)
 	case res.View.State == Closed:
 		// Another node's probe closed the route while we were asking.
 		return Ticket{route: route, settings: s, start: now}, nil
+	}
+	if b.hold != nil {
+		res.View = HeldUntil(res.View, b.hold(route))
 	}
 	return Ticket{}, openError(res.View, now)
 }

@@ -49,6 +49,13 @@ type Config struct {
 	// Now is the clock used to stamp commands and time calls.
 	// Default time.Now.
 	Now func() time.Time
+	// Hold, when set, is when the upstream behind route takes calls again
+	// (its host's Retry-After pause, committed cluster-wide by pacing): an
+	// open route stays open at least until then, so no probe reaches a
+	// host that asked to be left alone, and its OpenError says to come back
+	// then (issue 12: the open period is never shorter than the latest
+	// Retry-After). The zero Time holds nothing. Default nil.
+	Hold func(route string) time.Time
 }
 
 // DefaultConfig returns a Config with the defaults filled in; Node, Proposer
@@ -78,6 +85,7 @@ type Breaker struct {
 	proposer Proposer
 	reader   Reader
 	now      func() time.Time
+	hold     func(route string) time.Time // nil: nothing holds a route
 
 	mu sync.Mutex
 	// acquiring holds routes with a probe-acquire proposal in flight from
@@ -106,7 +114,7 @@ func New(cfg Config) (*Breaker, error) {
 		cfg.Now = time.Now
 	}
 	return &Breaker{
-		node: cfg.Node, proposer: cfg.Proposer, reader: cfg.Reader, now: cfg.Now,
+		node: cfg.Node, proposer: cfg.Proposer, reader: cfg.Reader, now: cfg.Now, hold: cfg.Hold,
 		acquiring: make(map[string]struct{}), reporting: make(map[string]int), spare: make(map[string]time.Time),
 	}, nil
 }
@@ -156,7 +164,24 @@ func outcomeOf(ctx context.Context) (Outcome, bool) {
 	return o, ok
 }
 
-// View returns the committed state of route as this node sees it.
+// View returns the committed state of route as this node sees it, an open
+// route held open until Config.Hold's time when that is later.
 func (b *Breaker) View(route string) View {
-	return b.reader.View(route)
+	v := b.reader.View(route)
+	if b.hold != nil {
+		v = HeldUntil(v, b.hold(route))
+	}
+	return v
+}
+
+// HeldUntil is v with an open, unforced route's OpenUntil moved to until
+// when that is later: the route's upstream asked for a pause (Retry-After)
+// longer than the breaker's own open period. Other states are unchanged: a
+// closed route's calls are held by the pause itself (upstream's
+// holdForPause), and a half-open probe already granted runs its lease.
+func HeldUntil(v View, until time.Time) View {
+	if v.State == Open && !v.Forced && until.After(v.OpenUntil) {
+		v.OpenUntil = until
+	}
+	return v
 }

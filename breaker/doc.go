@@ -44,6 +44,11 @@
 //	else the guard decides, opened first when the committed state is not
 //	closed (or while catching up), so it grants one probe at a time
 //
+// OpenUntil as the runtime reads it is the later of the table's and
+// Config.Hold's time for the route: the end of its upstream host's
+// Retry-After pause (pacing). A route is never open for less than the
+// provider asked for, and no probe reaches a paused host (HeldUntil).
+//
 // The half-open probe is a lease: the table grants it to exactly one node
 // for ProbeLease, so a probe lost with its node is granted again once the
 // lease ends, and everyone else fails fast until a result is applied.

@@ -143,7 +143,7 @@ func NewReplicated(cfg ReplicatedConfig) (*Replicated, error) {
 	r := &Replicated{cfg: cfg, committed: cfg.Committed, guardView: NewTable(nil), catchUpLast: map[string]time.Time{}}
 	local := NewLocal(r.guardView)
 	var err error
-	r.guard, err = New(Config{Node: cfg.Node, Proposer: local, Reader: local, Now: cfg.Now})
+	r.guard, err = New(Config{Node: cfg.Node, Proposer: local, Reader: local, Now: cfg.Now, Hold: cfg.Committed.hold})
 	return r, err
 }
 

@@ -33,6 +33,10 @@ type Config struct {
 	// leader refuses pauses of any other. Default nil: every forwarded
 	// pause is refused.
 	Hosts func(string) bool
+	// RouteHost gives the upstream host (keyed as hostkey.Of) a route
+	// calls: an open breaker stays open while that host is paused
+	// (breaker.Config.Hold). Default nil: no route is held.
+	RouteHost func(route string) (host string, ok bool)
 	// Now is the clock a leader stamps commands with and the breakers run
 	// on. Default time.Now.
 	Now func() time.Time
@@ -134,7 +138,8 @@ func (cfg Config) withDefaults() Config {
 // answers a call.
 func (p *Plane) breakers(cfg Config) error {
 	p.Proposer = breaker.LogProposer{Submit: p.Mux.Submitter(TagBreaker, p.Node.Propose), Timeout: cfg.ProposeTimeout}
-	committed, err := breaker.New(breaker.Config{Node: cfg.Node, Proposer: p.Proposer, Reader: cfg.Table, Now: cfg.Now})
+	committed, err := breaker.New(breaker.Config{Node: cfg.Node, Proposer: p.Proposer, Reader: cfg.Table, Now: cfg.Now,
+		Hold: p.Pauser.Hold(cfg.RouteHost)})
 	if err != nil {
 		return err
 	}

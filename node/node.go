@@ -70,16 +70,19 @@ type Node struct {
 	upstream *upstream.Client
 	pauses   *pacing.Pauser // the hosts' pauses: the control plane's, or this node's own
 	table    *breaker.Table
-	engine   *proxy.Engine
-	api      *api.Server
-	cluster  *clusterPart         // nil on a single node
-	raft     *control.Plane       // nil without node.raft
-	persist  *cachefile.Keeper    // nil without cache.persist
-	identity *clustertls.Identity // this node's certificate; nil without node.raft
-	http     *api.Listener        // set by Start
-	admin    *api.Listener        // node.admin; set by Start
-	internal *connmux.Mux         // node.raft: Raft and peer messages; set by Start
-	peers    *api.PeerServer      // on internal; set by Start
+	// routeHost gives the upstream host each route calls: an open breaker
+	// stays open while its host is paused (breaker.Config.Hold).
+	routeHost func(route string) (host string, ok bool)
+	engine    *proxy.Engine
+	api       *api.Server
+	cluster   *clusterPart         // nil on a single node
+	raft      *control.Plane       // nil without node.raft
+	persist   *cachefile.Keeper    // nil without cache.persist
+	identity  *clustertls.Identity // this node's certificate; nil without node.raft
+	http      *api.Listener        // set by Start
+	admin     *api.Listener        // node.admin; set by Start
+	internal  *connmux.Mux         // node.raft: Raft and peer messages; set by Start
+	peers     *api.PeerServer      // on internal; set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
@@ -126,6 +129,9 @@ func (n *Node) wire() error {
 		}
 	}
 	n.table = breaker.NewTable(n.onTransition)
+	if n.routeHost, err = routecfg.RouteHost(n.cfg); err != nil {
+		return err
+	}
 	gate, proposer, err := n.wireBreaker()
 	if err != nil {
 		return err
@@ -146,32 +152,31 @@ func (n *Node) wire() error {
 // set, else a local breaker.
 func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	if n.cfg.Node.Raft == "" {
+		n.pauses = &pacing.Pauser{Node: n.cfg.Node.Name, Now: n.opts.Now}
 		local := breaker.NewLocal(n.table)
-		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now})
+		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now,
+			Hold: n.pauses.Hold(n.routeHost)})
 		return proxy.GateFunc(b.AllowCall), local, err
 	}
 	var err error
 	if n.raft, err = n.newControl(); err != nil {
 		return nil, nil, err
 	}
+	n.pauses = n.raft.Pauser
 	if n.cluster != nil { // after the ring and replication, which subscribed first
 		n.cluster.ml.Subscribe(func(cluster.Event) { n.raft.Gossip.Reconcile() })
 	}
 	return n.raft, n.raft.Proposer, nil
 }
 
-// wireUpstream builds the upstream client, paced by the cluster's pauses
-// of each host (the control plane's), or by this node's own without Raft,
-// and capped by its share of the cluster-wide caps (hosts:,
+// wireUpstream builds the upstream client, paced by the hosts' pauses
+// (n.pauses, the breaker's too: the control plane's, or this node's own
+// without Raft), and capped by its share of the cluster-wide caps (hosts:,
 // upstream.max_inflight), recomputed on every membership event.
 func (n *Node) wireUpstream() error {
 	rtls, err := routecfg.TLS(n.cfg)
 	if err != nil {
 		return err
-	}
-	n.pauses = &pacing.Pauser{Node: n.cfg.Node.Name, Now: n.opts.Now}
-	if n.raft != nil {
-		n.pauses = n.raft.Pauser
 	}
 	hosts, global := routecfg.Caps(n.cfg)
 	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"),
@@ -210,7 +215,8 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		}
 		return 0, fmt.Errorf("%w: %q", proxy.ErrUnknownRoute, route)
 	}
-	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now}
+	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now,
+		Hold: n.pauses.Hold(n.routeHost)}
 	if n.raft != nil {
 		admin = n.raft.Breakers(admin.(*breaker.Admin))
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/levee/levee/upstream/hostkey"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee/levee/api"
+	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
 )
 
@@ -110,6 +113,64 @@ func TestARetryAfterHoldsEveryNodeOffTheHost(t *testing.T) {
 				continue // the call that got the 429, and the fill before it
 			}
 			if at.Before(until.Add(-50 * time.Millisecond)) { // the leader's clock is this process's
+				t.Errorf("%s reached the upstream %v before the pause ended", path, until.Sub(at))
+			}
+		}
+	}
+}
+
+// TestAnOpenBreakerWaitsForTheHostsRetryAfter: a 429 with Retry-After 3
+// trips a breaker whose open_for is 1 s; every node keeps the route open
+// until the pause ends (/-/breakers says so), answers 503 with a
+// Retry-After at once instead of sending a probe after 1 s, and the first
+// call after the 429 reaches the upstream only once the pause is over,
+// after which the route closes again.
+func TestAnOpenBreakerWaitsForTheHostsRetryAfter(t *testing.T) {
+	u := &throttlingUpstream{retryAfter: 3, arrivals: map[string][]time.Time{}}
+	srv := httptest.NewServer(u)
+	t.Cleanup(srv.Close)
+	c := newTestCluster(t, 3, breakerEdit(time.Second, 1), func(_ int, cfg *config.Config) {
+		cfg.Routes[0].Upstream = srv.URL + "/api"
+		cfg.Routes[0].Breaker.Failures = 1
+	})
+	su, _ := url.Parse(srv.URL)
+	host := hostkey.Of(su)
+	c.get(0, "/comments/items/throttle")
+	waitAllState(c, breaker.Open)
+	c.waitFor(10*time.Second, "every node to hold the pause", func() bool {
+		for _, i := range c.running() {
+			if c.nodes[i].raft.Pauser.PausedUntil(host).IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	until := c.nodes[0].raft.Pauser.PausedUntil(host)
+	c.waitFor(5*time.Second, "open_for (1 s) to pass", func() bool { return time.Until(until) < 1500*time.Millisecond })
+	for i := range 3 {
+		var views []api.BreakerView
+		if err := json.Unmarshal(c.get(i, "/-/breakers").body, &views); err != nil || len(views) == 0 {
+			t.Fatalf("node %d /-/breakers: %v", i, err)
+		}
+		if v := views[0]; v.State != "open" || v.SecondsToHalfOpen < 0.5 {
+			t.Errorf("node %d /-/breakers after open_for, with the pause %v from its end: %+v, want open until the pause ends", i, time.Until(until), v)
+		}
+		start := time.Now()
+		a := c.get(i, fmt.Sprintf("/comments/items/held-%d", i))
+		if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || time.Since(start) > time.Second {
+			t.Errorf("node %d after open_for, inside the pause: %d Retry-After %q after %v, want 503 with Retry-After at once",
+				i, a.status, a.header.Get("Retry-After"), time.Since(start))
+		}
+	}
+	c.waitFor(10*time.Second, "the route to close after the pause", func() bool {
+		return c.get(1, "/comments/items/after").status == http.StatusOK
+	})
+	for path, times := range u.calls() {
+		for n, at := range times {
+			if n == 0 && path == "/api/items/throttle" {
+				continue // the call that got the 429
+			}
+			if at.Before(until.Add(-50 * time.Millisecond)) {
 				t.Errorf("%s reached the upstream %v before the pause ended", path, until.Sub(at))
 			}
 		}

@@ -268,3 +268,23 @@ func TestALaterEndAskedDuringAProposalReachesTheCluster(t *testing.T) {
 		t.Fatalf("%d proposals, want 2 (the burst's first, then its latest end)", n)
 	}
 }
+
+// TestHoldReadsTheRoutesHostsPause: Hold is the pause of the host a route
+// calls, nothing for a route no host is known for, and nil without a
+// route-to-host map.
+func TestHoldReadsTheRoutesHostsPause(t *testing.T) {
+	p := &Pauser{Node: "n1", Now: func() time.Time { return t0 }}
+	p.Pause("api:443", 5*time.Second)
+	if p.Hold(nil) != nil {
+		t.Fatal("Hold(nil) is not nil")
+	}
+	hold := p.Hold(func(route string) (string, bool) {
+		h, ok := map[string]string{"comments": "api:443", "users": "other:443"}[route]
+		return h, ok
+	})
+	for route, want := range map[string]time.Time{"comments": t0.Add(5 * time.Second), "users": {}, "unknown": {}} {
+		if got := hold(route); !got.Equal(want) {
+			t.Errorf("hold(%q) = %v, want %v", route, got, want)
+		}
+	}
+}

@@ -48,6 +48,20 @@ func (p *Pauser) init() {
 	})
 }
 
+// Hold is PausedUntil by route, for breaker.Config.Hold: hostOf gives the
+// host a route calls. Nil when hostOf is nil (nothing to hold).
+func (p *Pauser) Hold(hostOf func(route string) (string, bool)) func(route string) time.Time {
+	if hostOf == nil {
+		return nil
+	}
+	return func(route string) time.Time {
+		if h, ok := hostOf(route); ok {
+			return p.PausedUntil(h)
+		}
+		return time.Time{}
+	}
+}
+
 // PausedUntil is when host's pause ends, the cluster's or this node's,
 // whichever is later; the zero Time when it has none.
 func (p *Pauser) PausedUntil(host string) time.Time {

@@ -164,15 +164,41 @@ func BreakerSettings(cfg *config.Config) (func(string) (breaker.Settings, bool),
 // Hosts reports whether a configured route calls an upstream host (keyed
 // as hostkey.Of): the leader refuses a forwarded pause of any other.
 func Hosts(cfg *config.Config) (func(string) bool, error) {
-	hosts := map[string]bool{}
+	byRoute, err := routeHosts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hosts := make(map[string]bool, len(byRoute))
+	for _, h := range byRoute {
+		hosts[h] = true
+	}
+	return func(h string) bool { return hosts[h] }, nil
+}
+
+// RouteHost gives the upstream host (keyed as hostkey.Of) each configured
+// route calls, for the breaker's hold on a paused host
+// (breaker.Config.Hold); ok is false for a route that does not exist.
+func RouteHost(cfg *config.Config) (func(route string) (host string, ok bool), error) {
+	byRoute, err := routeHosts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(route string) (string, bool) {
+		h, ok := byRoute[route]
+		return h, ok
+	}, nil
+}
+
+func routeHosts(cfg *config.Config) (map[string]string, error) {
+	byRoute := make(map[string]string, len(cfg.Routes))
 	for i := range cfg.Routes {
 		u, err := upstreamURL(&cfg.Routes[i])
 		if err != nil {
 			return nil, err
 		}
-		hosts[hostkey.Of(u)] = true
+		byRoute[cfg.Routes[i].Name] = hostkey.Of(u)
 	}
-	return func(h string) bool { return hosts[h] }, nil
+	return byRoute, nil
 }
 
 // Caps is the upstream client's cluster-wide caps: each host a route
