@@ -46,7 +46,8 @@ type Node struct {
 	mu           sync.Mutex // guards the fields below
 	started      bool
 	closed       bool
-	peers        []Peer // last Reconcile input
+	peers        []Peer               // last Reconcile input
+	removed      map[string]time.Time // IDs removed on request, and when (removalHolds)
 	ownTrans     *raft.NetworkTransport
 	stores       io.Closer // bolt; nil when InMemory
 	logs         raft.LogStore

@@ -97,6 +97,11 @@ type memberView struct {
 	// caught it in a restart test). On for injected transports, which have
 	// no address book.
 	rewriteAddrs bool
+	// held are peers removed on request a moment ago (RemoveLocal), not
+	// re-added while gossip still shows them alive: `levee leave` removes
+	// the seat first and leaves gossip after, and in between the node
+	// would otherwise be added straight back (see removalHolds).
+	held map[string]bool
 }
 
 // planMembership lists the changes that bring the configuration in line
@@ -121,6 +126,7 @@ func planAdds(v memberView, peers []Peer) []change {
 		}
 		s, ok := inConfig[p.ID]
 		switch {
+		case !ok && v.held[p.ID]:
 		case !ok:
 			out = append(out, change{changeAddVoter, p.ID, p.RaftAddr, "new alive member"})
 		case s.Suffrage != raft.Voter:
@@ -189,4 +195,32 @@ func goneCandidates(v memberView, peers []Peer, suffrage map[string]raft.ServerS
 	}
 	slices.SortStableFunc(gone, func(a, b Peer) int { return a.Since.Compare(b.Since) })
 	return gone
+}
+
+// removeHold bounds how long a peer removed on request is held out of the
+// configuration while gossip still shows it alive: long enough for its
+// own gossip leave to spread, short enough that a node removed and started
+// again soon after is taken back.
+const removeHold = 30 * time.Second
+
+// removalHolds is memberView.held from the removals made on request
+// (removed: id → when) as of now: a removal is forgotten once gossip shows
+// the peer gone (a later return is a new member) or after removeHold.
+// Forgotten entries are deleted from removed.
+func removalHolds(removed map[string]time.Time, peers []Peer, now time.Time) map[string]bool {
+	gone := map[string]bool{}
+	for _, p := range peers {
+		if p.Status != PeerAlive {
+			gone[p.ID] = true
+		}
+	}
+	held := map[string]bool{}
+	for id, at := range removed {
+		if gone[id] || now.Sub(at) > removeHold {
+			delete(removed, id)
+			continue
+		}
+		held[id] = true
+	}
+	return held
 }

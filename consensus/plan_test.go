@@ -259,3 +259,37 @@ func FuzzPlanBootstrap(f *testing.F) {
 		}
 	})
 }
+
+// TestAPeerRemovedOnRequestIsNotAddedBackWhileGossipStillShowsIt: `levee
+// leave` removes the seat before the node leaves gossip; in between, the
+// leader does not add it back. Once gossip shows it gone, or after
+// removeHold, the hold is forgotten and a node alive again is added.
+func TestAPeerRemovedOnRequestIsNotAddedBackWhileGossipStillShowsIt(t *testing.T) {
+	now := time.Now()
+	left := alive("a", "b", "c")
+	left[2].Status, left[2].Since = PeerLeft, now
+	for _, tt := range []struct {
+		name     string
+		removed  time.Time
+		peers    []Peer
+		wantHeld bool
+		want     []string
+	}{
+		{"just removed, still alive in gossip", now.Add(-time.Second), alive("a", "b", "c"), true, nil},
+		{"held past removeHold", now.Add(-removeHold - time.Second), alive("a", "b", "c"), false, []string{"+c"}},
+		{"seen gone in gossip", now.Add(-time.Second), left, false, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			removed := map[string]time.Time{"c": tt.removed}
+			held := removalHolds(removed, tt.peers, now)
+			if held["c"] != tt.wantHeld || (len(removed) == 1) != tt.wantHeld {
+				t.Fatalf("held %v, remembered %v; want held %v", held, removed, tt.wantHeld)
+			}
+			got := describe(planMembership(memberView{self: "a", servers: config("a", "b"), peers: tt.peers,
+				now: now, deadAfter: time.Minute, minVoters: 1, reap: true, held: held}))
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("plan = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

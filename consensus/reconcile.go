@@ -95,7 +95,11 @@ func (n *Node) reconcileMembers(r *raft.Raft, peers []Peer) {
 		n.log.Warn("reconcile: read configuration", "err", err)
 		return
 	}
+	n.mu.Lock()
+	held := removalHolds(n.removed, peers, time.Now())
+	n.mu.Unlock()
 	changes := planMembership(memberView{
+		held:      held,
 		self:      n.cfg.NodeID,
 		servers:   cf.Configuration().Servers,
 		peers:     peers,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -109,6 +110,12 @@ func (n *Node) RemoveLocal(ctx context.Context, id string) error {
 		return fmt.Errorf("consensus: remove %s: %w", id, err)
 	}
 	n.stats.serversRemoved.Add(1)
+	n.mu.Lock()
+	if n.removed == nil {
+		n.removed = map[string]time.Time{}
+	}
+	n.removed[id] = time.Now()
+	n.mu.Unlock()
 	n.requestNudge()
 	n.log.Info("configuration changed", "peer", id, "reason", "removed on request")
 	return nil
