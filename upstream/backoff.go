@@ -51,6 +51,18 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// Wait is the wait before the n-th retry (n ≥ 1) given r uniform in
+// [0, 1): drawn below the ceiling min(Cap, Base·2^(n−1)) as Jitter says.
+// The job queue schedules each attempt of a job with it, one at a time,
+// where a call walks a schedule.
+func (p Policy) Wait(n int, r float64) time.Duration {
+	ceiling := p.Base
+	for i := 1; i < n && ceiling < p.Cap; i++ {
+		ceiling *= 2
+	}
+	return p.draw(min(ceiling, p.Cap), r)
+}
+
 // or returns p, or d when p sets neither Base nor Cap.
 func (p Policy) or(d Policy) Policy {
 	if p.Base == 0 && p.Cap == 0 {

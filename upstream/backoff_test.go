@@ -119,3 +119,25 @@ func TestDrawStaysInRange(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyWaitIsTheScheduleOneRetryAtATime: Wait(n) draws below the n-th
+// ceiling of the schedule a call walks, never above Cap, and with no
+// jitter is that ceiling exactly.
+func TestPolicyWaitIsTheScheduleOneRetryAtATime(t *testing.T) {
+	p := Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second}
+	for i, w := range want {
+		if got := p.Wait(i+1, 0.7); got != w {
+			t.Errorf("Wait(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+	full := Policy{Base: 500 * time.Millisecond, Cap: 30 * time.Second, Jitter: JitterFull}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10_000 {
+		n := 1 + rng.IntN(12)
+		ceiling := min(30*time.Second, want[min(n, len(want))-1])
+		if got := full.Wait(n, rng.Float64()); got < 0 || got > ceiling {
+			t.Fatalf("full jitter Wait(%d) = %v, want in [0, %v]", n, got, ceiling)
+		}
+	}
+}

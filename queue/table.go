@@ -1,0 +1,346 @@
+package queue
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Refusals a Result carries: the table's answer to a well-formed command it
+// will not carry out. They travel in the Result, not as errors, so a
+// follower whose proposal the leader applied reads the same answer.
+const (
+	RefusedFull     = "full"      // MaxJobs or MaxBytes reached
+	RefusedNotFound = "not found" // no such job
+	RefusedNotDead  = "not dead"  // replay of a job that is not dead
+	RefusedNotReady = "not ready" // lease of a job that is not ready, or was re-leased since
+	RefusedStale    = "stale"     // finish of a lease the job no longer has
+)
+
+// Result is what applying a Command answered.
+type Result struct {
+	// ID and State are the job's after the command: for an enqueue, the
+	// existing job's when it deduplicated (Existing).
+	ID       string `msgpack:"id,omitempty"`
+	State    State  `msgpack:"state,omitempty"`
+	Existing bool   `msgpack:"existing,omitempty"`
+	// Refused is one of the Refused constants, "" when the command took
+	// effect.
+	Refused string `msgpack:"refused,omitempty"`
+	// Removed counts the jobs a compaction removed.
+	Removed int `msgpack:"removed,omitempty"`
+}
+
+// Err is the Result's refusal as an error wrapping ErrRefused, nil when the
+// command took effect.
+func (r Result) Err() error {
+	if r.Refused == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrRefused, r.Refused)
+}
+
+// ErrRefused wraps a Result's refusal.
+var ErrRefused = errors.New("queue: refused")
+
+// Encode encodes r for the log's answer.
+func (r Result) Encode() ([]byte, error) { return msgpack.Marshal(&r) }
+
+// DecodeResult decodes what StateMachine.Apply answered.
+func DecodeResult(b []byte) (Result, error) {
+	var r Result
+	if err := msgpack.Unmarshal(b, &r); err != nil {
+		return Result{}, fmt.Errorf("queue: bad result: %w", err)
+	}
+	return r, nil
+}
+
+// NewID returns a new job id: 128 random bits in hex, which nobody can
+// guess (a job's id is what lets a client read its answer).
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// Table is every job, by id. Apply is deterministic: it reads only the
+// command and the prior state. Safe for concurrent use.
+type Table struct {
+	mu    sync.RWMutex
+	jobs  map[string]*Job
+	byKey map[string]string // dedupKey → id, for client Idempotency-Keys
+	bytes int64
+}
+
+// NewTable returns an empty Table.
+func NewTable() *Table {
+	return &Table{jobs: map[string]*Job{}, byKey: map[string]string{}}
+}
+
+// Apply carries out c (which must be valid) and says how it went.
+func (t *Table) Apply(c Command) Result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch c.Op {
+	case OpEnqueue:
+		return t.enqueue(c)
+	case OpLease:
+		return t.lease(c)
+	case OpFinish:
+		return t.finish(c)
+	case OpReplay:
+		return t.replay(c)
+	case OpDelete:
+		return t.remove(c.ID)
+	case OpCompact:
+		return Result{Removed: t.compact(c.Before)}
+	}
+	return Result{Refused: fmt.Sprintf("op %d", c.Op)}
+}
+
+func (t *Table) enqueue(c Command) Result {
+	if j, ok := t.jobs[c.ID]; ok { // a proposal sent again
+		return Result{ID: j.ID, State: j.State, Existing: true}
+	}
+	if c.Req.ClientKey {
+		if id, ok := t.byKey[dedupKey(c.Req)]; ok {
+			return Result{ID: id, State: t.jobs[id].State, Existing: true}
+		}
+	}
+	j := &Job{ID: c.ID, Req: *c.Req, State: Queued, CreatedAt: c.At, NextAt: c.At}
+	if len(t.jobs) >= c.MaxJobs || t.bytes+j.size() > c.MaxBytes {
+		return Result{Refused: RefusedFull}
+	}
+	t.add(j)
+	return Result{ID: j.ID, State: j.State}
+}
+
+func (t *Table) add(j *Job) {
+	t.jobs[j.ID] = j
+	if j.Req.ClientKey {
+		t.byKey[dedupKey(&j.Req)] = j.ID
+	}
+	t.bytes += j.size()
+}
+
+// ready reports whether j may be leased at now: queued or delayed and due,
+// or running with its lease over.
+func ready(j *Job, now int64) bool {
+	switch j.State {
+	case Queued, Delayed:
+		return j.NextAt <= now
+	case Running:
+		return j.LeaseUntil <= now
+	}
+	return false
+}
+
+func (t *Table) lease(c Command) Result {
+	j, ok := t.jobs[c.ID]
+	switch {
+	case !ok:
+		return Result{Refused: RefusedNotFound}
+	case !ready(j, c.At) || j.Attempts != c.Attempts:
+		return Result{ID: j.ID, State: j.State, Refused: RefusedNotReady}
+	}
+	j.State, j.Node, j.LeaseUntil = Running, c.Node, c.Until
+	return Result{ID: j.ID, State: j.State}
+}
+
+func (t *Table) finish(c Command) Result {
+	j, ok := t.jobs[c.ID]
+	switch {
+	case !ok:
+		return Result{Refused: RefusedNotFound}
+	case j.State != Running || j.Node != c.Node || j.Attempts != c.Attempts:
+		return Result{ID: j.ID, State: j.State, Refused: RefusedStale}
+	}
+	t.bytes -= j.size()
+	j.Node, j.LeaseUntil, j.LastError = "", 0, c.Error
+	switch c.Outcome {
+	case OutcomeDone:
+		j.State, j.Attempts, j.FinishedAt = Done, j.Attempts+1, c.At
+		j.Response, j.Req.Body = c.Response, nil // the body is not needed again
+	case OutcomeDead:
+		j.State, j.Attempts, j.FinishedAt = Dead, j.Attempts+1, c.At
+		j.Response = c.Response
+	case OutcomeRetry:
+		j.State, j.Attempts, j.NextAt = Delayed, j.Attempts+1, c.At+c.Delay
+		j.Response = c.Response
+	case OutcomeDefer:
+		j.State, j.NextAt = Delayed, c.At+c.Delay
+	}
+	t.bytes += j.size()
+	return Result{ID: j.ID, State: j.State}
+}
+
+func (t *Table) replay(c Command) Result {
+	j, ok := t.jobs[c.ID]
+	switch {
+	case !ok:
+		return Result{Refused: RefusedNotFound}
+	case j.State != Dead:
+		return Result{ID: j.ID, State: j.State, Refused: RefusedNotDead}
+	}
+	t.bytes -= j.size()
+	j.State, j.Attempts, j.NextAt, j.FinishedAt = Queued, 0, c.At, 0
+	j.LastError, j.Response = "", nil
+	t.bytes += j.size()
+	return Result{ID: j.ID, State: j.State}
+}
+
+func (t *Table) remove(id string) Result {
+	j, ok := t.jobs[id]
+	if !ok {
+		return Result{Refused: RefusedNotFound}
+	}
+	t.drop(j)
+	return Result{ID: id}
+}
+
+func (t *Table) drop(j *Job) {
+	delete(t.jobs, j.ID)
+	if j.Req.ClientKey && t.byKey[dedupKey(&j.Req)] == j.ID {
+		delete(t.byKey, dedupKey(&j.Req))
+	}
+	t.bytes -= j.size()
+}
+
+func (t *Table) compact(before int64) int {
+	n := 0
+	for _, j := range t.jobs {
+		if (j.State == Done || j.State == Dead) && j.FinishedAt < before {
+			t.drop(j)
+			n++
+		}
+	}
+	return n
+}
+
+// Compactable reports whether a done or dead job finished before before:
+// whether an OpCompact would remove anything.
+func (t *Table) Compactable(before int64) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, j := range t.jobs {
+		if (j.State == Done || j.State == Dead) && j.FinishedAt < before {
+			return true
+		}
+	}
+	return false
+}
+
+// Job returns a copy of job id.
+func (t *Table) Job(id string) (Job, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	j, ok := t.jobs[id]
+	if !ok {
+		return Job{}, false
+	}
+	return j.clone(), true
+}
+
+// Ready returns up to limit jobs that may be leased at now, the longest
+// due first.
+func (t *Table) Ready(now int64, limit int) []Job {
+	t.mu.RLock()
+	var due []*Job
+	for _, j := range t.jobs {
+		if ready(j, now) {
+			due = append(due, j)
+		}
+	}
+	slices.SortFunc(due, func(a, b *Job) int {
+		return cmp.Or(cmp.Compare(dueAt(a), dueAt(b)), cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	out := make([]Job, 0, min(limit, len(due)))
+	for _, j := range due[:min(limit, len(due))] {
+		out = append(out, j.clone())
+	}
+	t.mu.RUnlock()
+	return out
+}
+
+func dueAt(j *Job) int64 {
+	if j.State == Running {
+		return j.LeaseUntil
+	}
+	return j.NextAt
+}
+
+// List returns up to limit jobs in state (every state when ""), oldest
+// first, starting after the job with id after ("" from the start), and the
+// id to pass as after for the next page ("" when there is none).
+func (t *Table) List(state State, after string, limit int) ([]Job, string) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var all []*Job
+	for _, j := range t.jobs {
+		if state == "" || j.State == state {
+			all = append(all, j)
+		}
+	}
+	slices.SortFunc(all, func(a, b *Job) int { return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID)) })
+	start := 0
+	if a, ok := t.jobs[after]; ok {
+		start, _ = slices.BinarySearchFunc(all, a, func(x, y *Job) int {
+			return cmp.Or(cmp.Compare(x.CreatedAt, y.CreatedAt), cmp.Compare(x.ID, y.ID))
+		})
+		if start < len(all) && all[start].ID == after {
+			start++
+		}
+	}
+	end := min(len(all), start+limit)
+	out := make([]Job, 0, end-start)
+	for _, j := range all[start:end] {
+		out = append(out, j.clone())
+	}
+	next := ""
+	if end < len(all) && end > start {
+		next = all[end-1].ID
+	}
+	return out, next
+}
+
+// Stats is the table at a glance, for metrics and the operator.
+type Stats struct {
+	// Depth counts jobs by host and state.
+	Depth map[string]map[State]int
+	// OldestQueued is the CreatedAt of the oldest job not yet finished
+	// (queued, delayed or running); 0 when there is none.
+	OldestQueued int64
+	Jobs         int
+	Bytes        int64
+}
+
+// Stats counts the table's jobs.
+func (t *Table) Stats() Stats {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s := Stats{Depth: map[string]map[State]int{}, Jobs: len(t.jobs), Bytes: t.bytes}
+	for _, j := range t.jobs {
+		byState := s.Depth[j.Req.Host]
+		if byState == nil {
+			byState = map[State]int{}
+			s.Depth[j.Req.Host] = byState
+		}
+		byState[j.State]++
+		if j.State != Done && j.State != Dead && (s.OldestQueued == 0 || j.CreatedAt < s.OldestQueued) {
+			s.OldestQueued = j.CreatedAt
+		}
+	}
+	return s
+}
+
+// ids is every job id, sorted (tests and snapshots).
+func (t *Table) ids() []string {
+	return slices.Sorted(maps.Keys(t.jobs))
+}
