@@ -23,6 +23,9 @@ type Config struct {
 	Hosts map[string]HostLimits `yaml:"hosts"`
 	// Upstream caps the calls to all upstream hosts together.
 	Upstream Upstream `yaml:"upstream"`
+	// Queue configures the durable job queue (see Queue). Default:
+	// DefaultQueue.
+	Queue Queue `yaml:"queue"`
 	// Routes maps path prefixes to upstreams; at least one is required.
 	Routes []Route `yaml:"routes"`
 }
@@ -268,6 +271,12 @@ type Route struct {
 	// other than the defaults become the host's when hosts: does not list
 	// it (see ResolvedHosts).
 	Limits RouteLimits `yaml:"limits"`
+	// Queue says which writes on the route become durable jobs (see
+	// Queue): RouteQueueOnRequest, "", the default, queues a write only
+	// when the client sends Prefer: respond-async; RouteQueueAlways,
+	// "always", queues every POST, PUT, PATCH and DELETE, and needs
+	// node.raft.
+	Queue string `yaml:"queue"`
 	// UpstreamURL is Upstream parsed, its path ending in "/". Set by Parse
 	// and Load; nil on a Config built in code.
 	UpstreamURL *url.URL `yaml:"-"`
@@ -424,6 +433,7 @@ func Default() *Config {
 		},
 		Cache:    Cache{MaxBytes: 256 << 20, Persist: true, PersistInterval: Duration(30 * time.Second)},
 		Upstream: Upstream{MaxInflight: 256},
+		Queue:    DefaultQueue(),
 	}
 }
 

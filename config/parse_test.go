@@ -89,6 +89,7 @@ func referenceDefaults(name string) Config {
 		},
 		Cache:    Cache{MaxBytes: 268435456, Persist: true, PersistInterval: Duration(30 * time.Second)},
 		Upstream: Upstream{MaxInflight: 256},
+		Queue:    referenceQueue(),
 	}
 }
 

@@ -22,6 +22,7 @@ func (c *Config) Validate() error {
 	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
 	v.routes(c)
 	v.hosts(c)
+	v.queue(c)
 	return errors.Join(v.errs...)
 }
 
