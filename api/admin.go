@@ -27,6 +27,10 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux.HandleFunc("GET /-/cluster/owner", s.owner)
 	mux.HandleFunc("POST /-/leave", s.leave)
 	mux.HandleFunc("DELETE /-/cluster/members/{name}", s.removeMember)
+	mux.HandleFunc("GET /-/jobs/{id}", s.job)
+	mux.HandleFunc("GET /-/jobs", s.jobs)
+	mux.HandleFunc("POST /-/jobs/{id}/replay", s.replayJob)
+	mux.HandleFunc("DELETE /-/jobs/{id}", s.deleteJob)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("/", s.notFound)
 	return mux

@@ -22,6 +22,10 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "", err, start)
 		return
 	}
+	if async, ok := s.queued(r, req); ok {
+		s.enqueue(w, r, req, async, start)
+		return
+	}
 	resp, owner, err := s.dispatch(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, req.Route, err, start)

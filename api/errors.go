@@ -164,6 +164,9 @@ func clusterProblem(err error) problemKind {
 		return echoed(http.StatusServiceUnavailable, "not ready", "this node is not ready to serve")
 	case errors.Is(err, ErrConflict):
 		return echoed(http.StatusConflict, "conflict", "the command contradicts the cluster's state")
+	case errors.Is(err, ErrQueueFull):
+		return fixed(http.StatusServiceUnavailable, "queue full",
+			"the job queue holds as many jobs as it may (queue.max_jobs, queue.max_bytes); retry after the Retry-After delay").after(time.Second)
 	case errors.Is(err, ErrUnavailable), errors.Is(err, consensus.ErrNoLeader), errors.Is(err, consensus.ErrNotLeader),
 		errors.Is(err, consensus.ErrTimeout):
 		// No leader, or a commit that did not finish in time (an election,

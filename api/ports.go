@@ -10,13 +10,15 @@ import (
 // that then match it: "/-/healthz/../cluster" cannot slip past a gate.
 
 // appPortMux is the app port's share of the admin paths under
-// AdminSeparate: the probes load balancers send. Everything else there
+// AdminSeparate: the probes load balancers send, and a job's status. Everything else there
 // answers the same 404 as a path that does not exist, so the app port
 // shows nothing of the cluster.
 func (s *Server) appPortMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /-/healthz", s.admin)
 	mux.Handle("GET /-/readyz", s.admin)
+	// A job's Location is the client's: it reads its job where it sent it.
+	mux.Handle("GET /-/jobs/{id}", s.admin)
 	mux.HandleFunc("/", s.notFound)
 	return mux
 }

@@ -53,6 +53,11 @@ type RouteInfo struct {
 	Name         string
 	Prefix       string // starts and ends with "/"
 	TenantHeader string
+	// Host is the upstream host the route calls (hostkey.Of): jobs are
+	// paced by it.
+	Host string
+	// QueueAlways: every write on the route becomes a job (queue: always).
+	QueueAlways bool
 }
 
 // Config wires a Server. Node, Routes and Engine are required.
@@ -79,6 +84,8 @@ type Config struct {
 	// Status is the /-/cluster document. Default nil: the endpoint
 	// reports only this node.
 	Status func() ClusterStatus
+	// Jobs is the durable job queue (see Jobs). Default nil: none.
+	Jobs Jobs
 	// Seats backs POST /-/leave and DELETE /-/cluster/members/{name}.
 	// Default nil: both answer 404.
 	Seats Seats

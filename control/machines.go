@@ -6,6 +6,7 @@ import (
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/pacing"
+	"github.com/levee/levee/queue"
 )
 
 // TagBreaker is the breaker table's tag in the Raft log (consensus.Mux):
@@ -27,6 +28,11 @@ const TagBreaker consensus.Tag = 1
 // cannot read (see TagBreaker).
 const TagPacing consensus.Tag = 2
 
+// TagQueue is the durable job queue (package queue): every accepted job,
+// its leases and outcomes. Like TagPacing, once it holds a job the
+// snapshots take the Mux's format.
+const TagQueue consensus.Tag = 3
+
 // Machines are the state the Raft log replicates and what a leader checks
 // forwarded commands against.
 type Machines struct {
@@ -38,6 +44,11 @@ type Machines struct {
 	// host (nil: every forwarded pause is refused).
 	Pauses *pacing.Table
 	Hosts  func(string) bool
+	// Jobs is the job queue. Queue's Routes and Bounds are what a leader
+	// checks a forwarded enqueue against (nil Routes: refused) and stamps
+	// into it; its Table and Now are set from Jobs and Now.
+	Jobs  *queue.Table
+	Queue queue.StateMachine
 	// Now is the clock a leader stamps into forwarded commands.
 	Now func() time.Time
 }
@@ -45,7 +56,8 @@ type Machines struct {
 // StateMachines is the Mux of everything the Raft log replicates: the
 // breaker table, which is also the legacy machine, because data dirs
 // written before the Mux hold its bare commands and bare table snapshots
-// (node/testdata/v1-datadir, node/upgrade_test.go), and the hosts' pauses.
+// (node/testdata/v1-datadir, node/upgrade_test.go), the hosts' pauses and
+// the job queue.
 func StateMachines(m Machines) (*consensus.Mux, error) {
 	mux, err := consensus.NewMux(TagBreaker)
 	if err != nil {
@@ -54,14 +66,19 @@ func StateMachines(m Machines) (*consensus.Mux, error) {
 	if err := mux.Register(TagBreaker, "breaker", breaker.StateMachine{Table: m.Breakers, Now: m.Now, Routes: m.Routes}); err != nil {
 		return nil, err
 	}
-	return mux, mux.Register(TagPacing, "pacing", pacing.StateMachine{Table: m.Pauses, Now: m.Now, Hosts: m.Hosts})
+	if err := mux.Register(TagPacing, "pacing", pacing.StateMachine{Table: m.Pauses, Now: m.Now, Hosts: m.Hosts}); err != nil {
+		return nil, err
+	}
+	q := m.Queue
+	q.Table, q.Now = m.Jobs, m.Now
+	return mux, mux.Register(TagQueue, "queue", q)
 }
 
 // Recover rewrites the Raft configuration in cc's data dir to exactly
 // voters, keeping every state machine's committed state (`levee
 // recover`). See consensus.Recover and docs/runbook.md.
 func Recover(cc consensus.Config, voters []consensus.Peer) error {
-	sm, err := StateMachines(Machines{Breakers: breaker.NewTable(nil), Pauses: pacing.NewTable()}) // applies only: nothing to check
+	sm, err := StateMachines(Machines{Breakers: breaker.NewTable(nil), Pauses: pacing.NewTable(), Jobs: queue.NewTable()}) // applies only: nothing to check
 	if err != nil {
 		return err
 	}

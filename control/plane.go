@@ -11,6 +11,7 @@ import (
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/peer"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/raftgossip"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	// calls: an open breaker stays open while that host is paused
 	// (breaker.Config.Hold). Default nil: no route is held.
 	RouteHost func(route string) (host string, ok bool)
+	// Queue checks and bounds the job queue's forwarded enqueues
+	// (Machines.Queue). Default: every forwarded enqueue is refused.
+	Queue queue.StateMachine
 	// Now is the clock a leader stamps commands with and the breakers run
 	// on. Default time.Now.
 	Now func() time.Time
@@ -70,12 +74,16 @@ type Config struct {
 // Plane is the running control plane. Its fields are the parts the rest
 // of the node reads; they are set by New and never change.
 type Plane struct {
-	Node     *consensus.Node
-	Mux      *consensus.Mux      // the state machines the log replicates
-	Breaker  *breaker.Replicated // which breaker answers a call
-	Pauser   *pacing.Pauser      // the hosts' pauses: read, and proposed
-	Proposer breaker.Proposer    // commits breaker commands (and admin ones)
-	Gossip   *raftgossip.Bridge  // gossip view in, Raft state out
+	Node    *consensus.Node
+	Mux     *consensus.Mux      // the state machines the log replicates
+	Breaker *breaker.Replicated // which breaker answers a call
+	Pauser  *pacing.Pauser      // the hosts' pauses: read, and proposed
+	Jobs    *queue.Table        // the job queue as this node applied it
+	// SubmitJob commits an encoded queue.Command (forwarded to the leader
+	// from a follower) and returns its encoded queue.Result.
+	SubmitJob func(ctx context.Context, data []byte) ([]byte, error)
+	Proposer  breaker.Proposer   // commits breaker commands (and admin ones)
+	Gossip    *raftgossip.Bridge // gossip view in, Raft state out
 }
 
 // New builds a Plane; it does no I/O.
@@ -99,12 +107,15 @@ func New(cfg Config) (*Plane, error) {
 	}
 	var err error
 	pauses := pacing.NewTable()
-	if p.Mux, err = StateMachines(Machines{Breakers: cfg.Table, Routes: cfg.Routes, Pauses: pauses, Hosts: cfg.Hosts, Now: cfg.Now}); err != nil {
+	p.Jobs = queue.NewTable()
+	if p.Mux, err = StateMachines(Machines{Breakers: cfg.Table, Routes: cfg.Routes, Pauses: pauses, Hosts: cfg.Hosts,
+		Jobs: p.Jobs, Queue: cfg.Queue, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
 	if p.Node, err = consensus.New(cc, p.Mux); err != nil {
 		return nil, err
 	}
+	p.SubmitJob = p.Mux.Submitter(TagQueue, p.Node.Propose)
 	p.Pauser = &pacing.Pauser{Node: cfg.Node, Committed: pauses, Submit: p.Mux.Submitter(TagPacing, p.Node.Propose),
 		Now: cfg.Now, Timeout: cfg.ProposeTimeout, Logger: cfg.Logger.With("subsystem", "pacing")}
 	p.Gossip = raftgossip.New(raftgossip.Config{

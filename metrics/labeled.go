@@ -6,18 +6,37 @@ import "github.com/prometheus/client_golang/prometheus"
 // returns at each scrape (label value → value): a set that changes, such
 // as the upstream hosts paused right now.
 func (m *Metrics) LabeledGaugeFunc(name, help, label string, fn func() map[string]float64) {
-	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, []string{label}, nil), fn: fn})
+	m.SamplesGaugeFunc(name, help, []string{label}, func() []Sample {
+		out := make([]Sample, 0)
+		for lv, v := range fn() {
+			out = append(out, Sample{Labels: []string{lv}, Value: v})
+		}
+		return out
+	})
+}
+
+// Sample is one value of a SamplesGaugeFunc gauge, with its label values
+// in the gauge's label order.
+type Sample struct {
+	Labels []string
+	Value  float64
+}
+
+// SamplesGaugeFunc registers a gauge with labels whose samples fn returns
+// at each scrape, such as the job queue's depth by host and state.
+func (m *Metrics) SamplesGaugeFunc(name, help string, labels []string, fn func() []Sample) {
+	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn})
 }
 
 type labeledGauge struct {
 	desc *prometheus.Desc
-	fn   func() map[string]float64
+	fn   func() []Sample
 }
 
 func (g *labeledGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 
 func (g *labeledGauge) Collect(ch chan<- prometheus.Metric) {
-	for lv, v := range g.fn() {
-		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, v, lv)
+	for _, s := range g.fn() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, s.Value, s.Labels...)
 	}
 }

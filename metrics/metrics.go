@@ -38,6 +38,8 @@ type Metrics struct {
 	LeaderChanges    prometheus.Counter
 	CommitLatency    prometheus.Histogram
 	RejectedCommands *prometheus.CounterVec
+	JobAttempts      *prometheus.CounterVec
+	JobDelays        *prometheus.HistogramVec
 }
 
 // New registers every series on a fresh registry, with the process and Go
@@ -71,6 +73,8 @@ func New() *Metrics {
 		Invalidations:    f.counter("levee_invalidations_total", "Tombstones of writes sent to other nodes (ok, error, dropped, expired) and received from them (ok); refused counts received messages refused whole.", "direction", "outcome"),
 		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
 		RejectedCommands: f.counter("levee_raft_rejected_commands_total", "Commands other nodes forwarded to this node, the Raft leader, that it refused without appending, by reason: sender (speaks for another node than the one that sent it), route (a route this node's config lacks), bounds (a breaker setting more than 2x off the route's), malformed.", "reason"),
+		JobAttempts:      f.counter("levee_queue_attempts_total", "Attempts of queued jobs, by upstream host and outcome: done, retry (a retryable failure, the job delayed), dead (dead-lettered: a non-retryable answer, or out of attempts), deferred (never sent: breaker open, host paused, Levee's caps; not counted against the job).", "host", "outcome"),
+		JobDelays:        f.histogram("levee_queue_delay_seconds", "Delay before a queued job's next attempt after a retry or a deferral, by upstream host.", []float64{.1, .25, .5, 1, 2, 4, 8, 16, 32, 64, 300}, "host"),
 		CommitLatency:    f.plainHistogram("levee_raft_commit_seconds", "Time for a breaker command to commit and apply, observed on the proposing node (on a follower: including the forward to the leader) and again on the leader for each command a follower forwarded (the leader's local append, replication and apply only).", []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}),
 	}
 }
@@ -162,6 +166,14 @@ func (m *Metrics) RetryWait(route, host, reason string, wait time.Duration) {
 // InFlight implements upstream.Observer.
 func (m *Metrics) InFlight(host string, delta int) {
 	m.InFlightHost.WithLabelValues(host).Add(float64(delta))
+}
+
+// JobAttempt implements queue.Observer.
+func (m *Metrics) JobAttempt(host, outcome string, delay time.Duration) {
+	m.JobAttempts.WithLabelValues(host, outcome).Inc()
+	if outcome == "retry" || outcome == "deferred" {
+		m.JobDelays.WithLabelValues(host).Observe(delay.Seconds())
+	}
 }
 
 // RejectedCommand counts one forwarded Raft command the leader refused.

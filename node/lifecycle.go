@@ -50,6 +50,7 @@ func (n *Node) startCluster(ctx context.Context) error {
 	if err := n.startRaft(ctx); err != nil {
 		return err
 	}
+	n.jobs.start()                 // delivers only while this node leads
 	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
 	switch {
 	case n.cluster != nil:
@@ -146,6 +147,7 @@ func (n *Node) close(graceful bool) error {
 		if n.raft != nil {
 			n.raft.Gossip.StopPublishing() // before gossip changes under it
 		}
+		n.jobs.stop(graceful) // before leadership moves: hands its jobs back
 		if graceful {
 			n.announceStop()
 		}

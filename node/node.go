@@ -77,6 +77,7 @@ type Node struct {
 	api       *api.Server
 	cluster   *clusterPart         // nil on a single node
 	raft      *control.Plane       // nil without node.raft
+	jobs      *jobsPart            // the job queue; nil without node.raft
 	persist   *cachefile.Keeper    // nil without cache.persist
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
@@ -141,6 +142,11 @@ func (n *Node) wire() error {
 	}
 	if err := n.wireEngine(gate); err != nil {
 		return err
+	}
+	if n.raft != nil {
+		if n.jobs, err = n.newJobs(); err != nil {
+			return err
+		}
 	}
 	n.registerGauges()
 	n.persist = n.persistence()
@@ -231,7 +237,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		ac.Peers = n.cluster.rep
 	}
 	if n.raft != nil {
-		ac.Seats = n.seats()
+		ac.Seats, ac.Jobs = n.seats(), n.jobs.svc
 	}
 	var err error
 	if n.api, err = api.New(ac); err != nil {
@@ -323,6 +329,9 @@ func (n *Node) registerGauges() {
 			}
 			return out
 		})
+	if n.jobs != nil {
+		n.jobs.gauges(n)
+	}
 	if r := n.raft; r != nil {
 		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
 			func() float64 { return boolGauge(r.Node.Damaged() != nil) })

@@ -32,7 +32,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
 	}
 	pc := control.Config{
-		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: routes, Hosts: hosts, RouteHost: n.routeHost, Now: n.opts.Now,
+		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: routes, Hosts: hosts, RouteHost: n.routeHost, Queue: queueMachine(n.cfg), Now: n.opts.Now,
 		CatchUpGrace: n.opts.Timings.CatchUpGrace, PublishPoll: n.opts.Timings.PublishPoll,
 		OnCommit:  func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
 		OnLeader:  n.metrics.LeaderChanges.Inc,

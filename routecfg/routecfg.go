@@ -9,6 +9,7 @@ import (
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream"
 )
 
@@ -125,7 +126,11 @@ func Infos(cfg *config.Config) []api.RouteInfo {
 	out := make([]api.RouteInfo, 0, len(cfg.Routes))
 	for i := range cfg.Routes {
 		r := &cfg.Routes[i]
-		out = append(out, api.RouteInfo{Name: r.Name, Prefix: r.Prefix, TenantHeader: r.TenantHeader})
+		info := api.RouteInfo{Name: r.Name, Prefix: r.Prefix, TenantHeader: r.TenantHeader, QueueAlways: r.Queue == config.RouteQueueAlways}
+		if u, err := upstreamURL(r); err == nil {
+			info.Host = hostkey.Of(u)
+		}
+		out = append(out, info)
 	}
 	return out
 }
@@ -214,4 +219,19 @@ func Caps(cfg *config.Config) (hosts map[string]upstream.Limits, globalInflight 
 		hosts[key] = upstream.Limits{Inflight: l.Inflight, Rate: l.Rate, Burst: l.Burst}
 	}
 	return hosts, cfg.Upstream.MaxInflight
+}
+
+// Queue is the job queue's configuration in the runtime forms the queue
+// takes: the runner's pace, each job's policy, and the table's bounds.
+func Queue(cfg *config.Config) (queue.Pace, queue.Policy, queue.Bounds, error) {
+	q := &cfg.Queue
+	retry, err := policy("queue", q.Retry.Backoff())
+	if err != nil {
+		return queue.Pace{}, queue.Policy{}, queue.Bounds{}, err
+	}
+	pace := queue.Pace{Concurrency: q.Concurrency, PerHost: q.PerHostInflight, Tokens: q.RateLimit.Tokens,
+		Refill: q.RateLimit.RefillPerSecond, Visibility: q.VisibilityTimeout.D(), Retention: q.Retention.D()}
+	pol := queue.Policy{Retry: retry, RespectRetryAfter: q.Retry.RespectsRetryAfter(),
+		DeadAfter: min(q.DeadLetterAfter, q.Retry.MaxAttempts), BodyLimit: int(q.ResponseBodyLimit.Int64())}
+	return pace, pol, queue.Bounds{MaxJobs: q.MaxJobs, MaxBytes: q.MaxBytes.Int64()}, nil
 }
