@@ -39,7 +39,7 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 	call := Call{
 		Time: s.cfg.Now(), Method: r.Method, Key: KeyOf(r.URL), Tenant: r.Header.Get(HeaderTenant),
 		Conditional: isConditional(r), RequestID: w.Header().Get(HeaderRequestID),
-		Node: r.Header.Get(HeaderNodeHint),
+		Node: r.Header.Get(HeaderNodeHint), IdempotencyKey: loggedKey(r.Header.Get(HeaderIdempotencyKey)),
 	}
 	s.stats.begin(tenantKey{call.Tenant, call.Key})
 	sw := &statusWriter{ResponseWriter: w}

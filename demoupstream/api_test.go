@@ -353,6 +353,42 @@ func TestConcurrentJobRetriesCreateOneJob(t *testing.T) {
 	}
 }
 
+// TestCallLogKeepsTheIdempotencyKey: every call's Idempotency-Key is in
+// the call log (and /-/stats), cut to MaxLoggedKey, so that deliveries of
+// one job can be counted from the log; a replay is logged like the first.
+func TestCallLogKeepsTheIdempotencyKey(t *testing.T) {
+	h := newHarness(t, nil)
+	long := strings.Repeat("k", MaxLoggedKey+100)
+	cases := []struct {
+		name, key, want string
+		status          int
+	}{
+		{name: "first delivery", key: "levee-1", want: "levee-1", status: 201},
+		{name: "redelivery", key: "levee-1", want: "levee-1", status: 200},
+		{name: "no key", key: "", want: "", status: 201},
+		{name: "long key is cut", key: long, want: long[:MaxLoggedKey], status: 201},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.do(t, http.MethodPost, "/api/jobs", map[string]string{HeaderTenant: "acme", HeaderIdempotencyKey: tc.key}, `{"n":1}`)
+			if r.status != tc.status {
+				t.Fatalf("status = %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			log := h.s.Log()
+			if c := log[len(log)-1]; c.IdempotencyKey != tc.want || c.Method != http.MethodPost || c.Status != tc.status {
+				t.Errorf("call = %+v, want key %q, POST, status %d", c, tc.want, tc.status)
+			}
+		})
+	}
+	var st Stats
+	if err := json.Unmarshal(h.get(t, "/-/stats", nil).body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Log) != len(cases) || st.Log[0].IdempotencyKey != "levee-1" || st.Log[2].IdempotencyKey != "" {
+		t.Errorf("/-/stats log = %+v", st.Log)
+	}
+}
+
 func TestNewRejectsBadConfig(t *testing.T) {
 	cases := []struct {
 		name   string

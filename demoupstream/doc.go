@@ -9,8 +9,8 @@
 //	500, 429, sleep, or drop the connection) → route → content generation
 //	for (tenant, key) → conditional check (ETag / Last-Modified, 304) →
 //	tagged JSON body → record the status and a log entry (arrival and
-//	answer times, the Retry-After sent, the session and mint id of a
-//	session answer).
+//	answer times, the Retry-After sent, the Idempotency-Key received, the
+//	session and mint id of a session answer).
 //
 // The API (every path is counted and faulted like the others):
 //

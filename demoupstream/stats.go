@@ -34,6 +34,11 @@ type Call struct {
 	// Node is the X-Levee-Node request header: which Levee node made the
 	// call, so the chaos harness can attribute upstream calls to nodes.
 	Node string `json:"node,omitempty"`
+	// IdempotencyKey is the request's Idempotency-Key header, cut to
+	// MaxLoggedKey bytes so the log stays bounded by LogSize; "" when it
+	// had none. Every delivery of a Levee job carries its job's key, so
+	// the chaos harness counts deliveries per job from the log.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Session, Mint and NewSession record what a GET /api/session answer
 	// was for: the session it named, its mint id, and whether it minted
 	// the session (and sent Set-Cookie). Empty on every other call.
@@ -62,6 +67,18 @@ type Stats struct {
 	ByKey []KeyCalls `json:"by_key"`
 	// Log is the most recent calls, oldest first, at most Config.LogSize.
 	Log []Call `json:"log"`
+}
+
+// MaxLoggedKey bounds the Idempotency-Key a Call keeps (Levee sends at
+// most 256 bytes).
+const MaxLoggedKey = 256
+
+// loggedKey is an Idempotency-Key as the call log keeps it.
+func loggedKey(k string) string {
+	if len(k) > MaxLoggedKey {
+		return k[:MaxLoggedKey]
+	}
+	return k
 }
 
 type tenantKey struct{ tenant, key string }

@@ -16,10 +16,16 @@ import (
 	"github.com/levee/levee/jepsen-lite/workload"
 )
 
-// Harness timeouts.
+// Harness timeouts. jobDrainTimeout bounds the wait for every accepted
+// job to end done or dead after the quiet period: a job's retries wait at
+// most 0.5+1+2+4+8 s (queue.retry: base 500ms, doubling) before it is
+// dead, and a job leased by a node that died is handed out again after
+// the harness's 5 s visibility timeout, so a healthy cluster needs far
+// less.
 const (
-	setupTimeout = 5 * time.Minute
-	healTimeout  = 2 * time.Minute
+	setupTimeout    = 5 * time.Minute
+	healTimeout     = 2 * time.Minute
+	jobDrainTimeout = 90 * time.Second
 )
 
 // runCluster is one full run: setup, workload + samplers + nemesis, final
@@ -45,7 +51,7 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 		log.Error("setup", "err", err)
 		return exitHarness
 	}
-	h, interrupted, err := drive(ctx, o, b, windows, log)
+	h, interrupted, err := drive(ctx, o, b, cfg.Admin, windows, log)
 	if err != nil {
 		log.Error("run", "err", err)
 		return exitHarness
@@ -104,14 +110,15 @@ func teardown(b backend.Backend, log *slog.Logger) {
 	}
 }
 
-// drive runs the workload phase and the quiet period and returns the
-// history. interrupted is true when ctx ended early (Ctrl-C).
-func drive(ctx context.Context, o options, b backend.Backend, windows []nemesis.Window, log *slog.Logger) (*checker.History, bool, error) {
+// drive runs the workload phase and the quiet period, drains the job
+// queue, and returns the history. interrupted is true when ctx ended
+// early (Ctrl-C). admin is the cluster's admin token.
+func drive(ctx context.Context, o options, b backend.Backend, admin string, windows []nemesis.Window, log *slog.Logger) (*checker.History, bool, error) {
 	start := time.Now()
 	clock := workload.NewClock(start)
 	rec := workload.NewRecorder()
 	wcfg := workload.DefaultConfig()
-	wcfg.Seed, wcfg.Rate = o.seed, o.rate
+	wcfg.Seed, wcfg.Rate, wcfg.AdminToken = o.seed, o.rate, admin
 	clients, err := workload.NewClients(wcfg, b.Nodes(), clock, rec)
 	if err != nil {
 		return nil, false, err
@@ -141,12 +148,27 @@ func drive(ctx context.Context, o options, b backend.Backend, windows []nemesis.
 	end := clock.Now()
 	stopRun()
 	wg.Wait()
+	if !interrupted {
+		drainJobs(ctx, clients, log)
+	}
+	// After the drain, so that the deliveries it waited for are in.
 	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	if err := samplers.PollUpstream(pctx); err != nil {
 		log.Warn("last upstream poll", "err", err)
 	}
 	cancel()
 	return assemble(o, b, rec, start, end), interrupted, nil
+}
+
+// drainJobs waits, within jobDrainTimeout, until every job the cluster
+// accepted is done or dead; the queue checker judges what it recorded.
+func drainJobs(ctx context.Context, clients *workload.Clients, log *slog.Logger) {
+	t0 := time.Now()
+	if n := clients.DrainJobs(ctx, jobDrainTimeout); n > 0 {
+		log.Warn("job drain: jobs neither done nor dead", "pending", n, "waited", jobDrainTimeout)
+		return
+	}
+	log.Info("job drain done", "took", time.Since(t0).Round(time.Millisecond))
 }
 
 func quiet(ctx context.Context, d time.Duration) {
@@ -171,5 +193,6 @@ func assemble(o options, b backend.Backend, rec *workload.Recorder, start time.T
 		Meta: checker.Meta{Seed: o.seed, Backend: o.backend, Nemesis: o.nemesis, Nodes: names, Routes: b.Routes(),
 			Start: start, End: end, AliveAtEnd: alive},
 		Ops: snap.Ops, Upstream: snap.Upstream, Breakers: snap.Breakers, Members: snap.Members, Faults: snap.Faults,
+		Enqueues: snap.Enqueues, JobStates: snap.JobStates,
 	}
 }

@@ -112,14 +112,20 @@ type Routes struct {
 	// their cache in memory only.
 	CachePersist         bool
 	CachePersistInterval time.Duration
+	// QueueVisibilityTimeout is the nodes' queue.visibility_timeout
+	// (node-wide): a job whose delivering node died is delivered again
+	// after it. 0 leaves the product default (120 s) in the config.
+	QueueVisibilityTimeout time.Duration
 }
 
 // DefaultRoutes are the windows the harness runs with. The cache is saved
 // every 2 s (the product default is 30 s) so that a kill-all loses only
 // what was cached in the last seconds before it, and the checkers can
-// hold every older key to surviving it.
+// hold every older key to surviving it. A job's lease lasts 5 s (the
+// product default is 120 s) so that the jobs of a node killed late in the
+// run are delivered again well within the drain that follows it.
 func DefaultRoutes() Routes {
 	return Routes{Fresh: 5 * time.Second, Stale: 5 * time.Second, StaleIfError: 2 * time.Minute,
 		BreakerFailures: 3, BreakerOpenFor: 5 * time.Second, SlowCall: 2 * time.Second,
-		CachePersist: true, CachePersistInterval: 2 * time.Second}
+		CachePersist: true, CachePersistInterval: 2 * time.Second, QueueVisibilityTimeout: 5 * time.Second}
 }

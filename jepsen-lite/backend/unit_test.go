@@ -61,7 +61,7 @@ func TestLocalNodeYAMLValidates(t *testing.T) {
 func TestDockerSharedYAMLValidates(t *testing.T) {
 	r := Routes{Fresh: time.Second, Stale: 2 * time.Second, StaleIfError: time.Minute,
 		BreakerFailures: 5, BreakerOpenFor: 7 * time.Second, SlowCall: 900 * time.Millisecond,
-		CachePersist: true, CachePersistInterval: 3 * time.Second}
+		CachePersist: true, CachePersistInterval: 3 * time.Second, QueueVisibilityTimeout: 7 * time.Second}
 	data, err := dockerSharedYAML(testConfig(5), r)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +96,25 @@ func checkRoute(t *testing.T, c *config.Config, upstream string, r Routes) {
 	checkEq(t, "cache.persist", c.Cache.Persist, r.CachePersist)
 	checkEq(t, "cache.persist_interval", c.Cache.PersistInterval.D(), r.CachePersistInterval)
 	checkEq(t, "cache.max_bytes (default kept)", int64(c.Cache.MaxBytes), 256<<20)
+	checkEq(t, "queue.visibility_timeout", c.Queue.VisibilityTimeout.D(), r.QueueVisibilityTimeout)
+	checkEq(t, "queue.max_jobs (default kept)", c.Queue.MaxJobs, config.DefaultQueue().MaxJobs)
+	checkEq(t, "queue.dead_letter_after (default kept)", c.Queue.DeadLetterAfter, config.DefaultQueue().DeadLetterAfter)
+}
+
+// TestQueueSectionOnlyWhenSet: a zero visibility timeout writes no queue
+// section, so the node keeps the product default.
+func TestQueueSectionOnlyWhenSet(t *testing.T) {
+	r := DefaultRoutes()
+	r.QueueVisibilityTimeout = 0
+	data, err := localNodeYAML(testConfig(3), r, 1, "/tmp/x/n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		t.Fatalf("generated config does not validate: %v\n%s", err, data)
+	}
+	checkEq(t, "queue.visibility_timeout", c.Queue.VisibilityTimeout.D(), config.DefaultQueue().VisibilityTimeout.D())
 }
 
 func checkEq[T comparable](t *testing.T, what string, got, want T) {

@@ -25,7 +25,11 @@ type (
 		Node    fileNode    `yaml:"node"`
 		Cluster fileCluster `yaml:"cluster"`
 		Cache   fileCache   `yaml:"cache"`
+		Queue   *fileQueue  `yaml:"queue,omitempty"`
 		Routes  []fileRoute `yaml:"routes"`
+	}
+	fileQueue struct {
+		VisibilityTimeout string `yaml:"visibility_timeout"`
 	}
 	fileCache struct {
 		Persist         bool   `yaml:"persist"`
@@ -78,6 +82,16 @@ func commentsRoute(upstream string, r Routes) fileRoute {
 	}
 }
 
+// queueSection is the node-wide queue section: the visibility timeout as
+// r says, every other key at its default; nil (no section) when r leaves
+// the timeout at the product default.
+func queueSection(r Routes) *fileQueue {
+	if r.QueueVisibilityTimeout <= 0 {
+		return nil
+	}
+	return &fileQueue{VisibilityTimeout: r.QueueVisibilityTimeout.String()}
+}
+
 // cacheSection is the node-wide cache section: persistence as r says
 // (the size stays at its default).
 func cacheSection(r Routes) fileCache {
@@ -104,6 +118,7 @@ func localNodeYAML(cfg Config, r Routes, i int, dataDir string) ([]byte, error) 
 			BootstrapExpect: min(cfg.Nodes, 3), ShutdownTimeout: "5s"},
 		Cluster: clusterSection(cfg),
 		Cache:   cacheSection(r),
+		Queue:   queueSection(r),
 		Routes:  []fileRoute{commentsRoute("http://"+bridgeIP+":9000/api/", r)},
 	}
 	return yaml.Marshal(fc)
@@ -117,6 +132,7 @@ func dockerSharedYAML(cfg Config, r Routes) ([]byte, error) {
 		Node:    fileNode{HTTP: "0.0.0.0:8080", DataDir: "/data", ShutdownTimeout: "5s"},
 		Cluster: clusterSection(cfg),
 		Cache:   cacheSection(r),
+		Queue:   queueSection(r),
 		Routes:  []fileRoute{commentsRoute("http://demo-upstream:9000/api/", r)},
 	}
 	return yaml.Marshal(fc)

@@ -30,10 +30,10 @@ type Result struct {
 // Func is one checker.
 type Func func(h *History, cfg Config) Result
 
-// All lists the eleven checkers in README order.
+// All lists the twelve checkers in README order.
 func All() []Func {
 	return []Func{Coalescing, Staleness, NoTimeTravel, StaleIfError, TenantIsolation, CookieIsolation,
-		BreakerAgreement, Convergence, BreakerDurability, Availability, RetryAfter}
+		BreakerAgreement, Convergence, BreakerDurability, Availability, RetryAfter, Queue}
 }
 
 // Check runs every checker over h.

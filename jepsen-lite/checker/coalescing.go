@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"net/http"
 	"sort"
 	"strings"
 
@@ -84,9 +85,11 @@ func freshWindows(h *History, cfg Config) []freshWindow {
 }
 
 // fetched reports whether c is a successful fetch of a cacheable
-// resource: status 200 or 304, and not a per-user session answer.
+// resource: a GET (a write, such as a job's delivery, fetches nothing;
+// "" is a history from before methods were recorded, all GETs) answered
+// 200 or 304, and not a per-user session answer.
 func fetched(c history.UpstreamCall) bool {
-	return (c.Status == 200 || c.Status == 304) && !perUser(c)
+	return (c.Method == "" || c.Method == http.MethodGet) && (c.Status == 200 || c.Status == 304) && !perUser(c)
 }
 
 func successfulCalls(calls []history.UpstreamCall) int {

@@ -32,6 +32,11 @@ type History struct {
 	Breakers []history.BreakerSample
 	Members  []history.Membership
 	Faults   []history.Fault
+	// Enqueues are the jobs sent to the durable queue and their answers;
+	// JobStates what the drain after the run found them in. Both empty in
+	// a history that predates the queue workload.
+	Enqueues  []history.Enqueue
+	JobStates []history.JobStatus
 }
 
 // Config holds the checkers' tolerances; each is stated in the README.

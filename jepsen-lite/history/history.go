@@ -61,6 +61,12 @@ type UpstreamCall struct {
 	Status    int    `json:"status"`
 	Node      string `json:"node,omitempty"`
 	RequestID string `json:"request_id"`
+	// Method is the request's method; "" in a history that predates the
+	// field (every call was then a GET).
+	Method string `json:"method,omitempty"`
+	// IdempotencyKey is the request's Idempotency-Key: every delivery of
+	// a Levee job carries its job's (the client's, else "levee-<id>").
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	// Conditional: the call carried If-None-Match / If-Modified-Since.
 	Conditional bool `json:"conditional,omitempty"`
 	// Fault is the upstream fault mode that decided the answer, "" if none.
@@ -78,6 +84,54 @@ type UpstreamCall struct {
 	Session    string `json:"session,omitempty"`
 	Mint       string `json:"mint,omitempty"`
 	NewSession bool   `json:"new_session,omitempty"`
+}
+
+// Enqueue is one write sent with Prefer: respond-async (a job for Levee's
+// durable queue) and what it was answered. Times are ns since start.
+type Enqueue struct {
+	// Type is OK for a 202 Accepted, Fail for any other answer (a 503
+	// refusal: not committed, or the queue is full), Info for none.
+	Type    string `json:"type"`
+	Process int    `json:"process"`
+	Node    string `json:"node"`
+	Tenant  string `json:"tenant"`
+	Path    string `json:"path"` // below the route prefix
+	// Key is the client's Idempotency-Key, "" when it sent none (Levee
+	// then keys the job "levee-<id>").
+	Key string `json:"key,omitempty"`
+	// Repeat marks the second send of Key, through another node.
+	Repeat bool  `json:"repeat,omitempty"`
+	Invoke int64 `json:"invoke"`
+	Time   int64 `json:"time"` // completion
+	Status int   `json:"status,omitempty"`
+	// ID and State are the 202's job; Location its Location header.
+	ID         string `json:"id,omitempty"`
+	State      string `json:"state,omitempty"`
+	Location   string `json:"location,omitempty"`
+	RetryAfter string `json:"retry_after,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// JobStatus is one node's answer to GET /-/jobs/{id} once the run is
+// over: the state the drain ended on for an accepted job.
+type JobStatus struct {
+	Time int64  `json:"time"`
+	Node string `json:"node"`
+	ID   string `json:"id"`
+	// Status is the GET's HTTP status; 0 when the node did not answer.
+	Status    int    `json:"status,omitempty"`
+	State     string `json:"state,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+	// Response is the status of the upstream answer the job kept.
+	Response int `json:"response,omitempty"`
+	// AdminOnly: the job's tenant header got a 404 and only the admin
+	// token read it.
+	AdminOnly bool `json:"admin_only,omitempty"`
+	// Polls counts the GETs of this job during the drain.
+	Polls int `json:"polls"`
+	// Error is why the GET got no answer (or an unreadable one).
+	Error string `json:"error,omitempty"`
 }
 
 // BreakerSample is one node's /-/breakers view of one route.

@@ -20,6 +20,8 @@ const (
 	BreakersFile   = "breakers.jsonl"
 	MembershipFile = "membership.jsonl"
 	FaultsFile     = "faults.jsonl"
+	JobsFile       = "jobs.jsonl"
+	JobStatesFile  = "job_states.jsonl"
 	MetaFile       = "meta.json"
 )
 
@@ -45,6 +47,8 @@ func Save(dir string, h *checker.History) error {
 		writeJSONL(filepath.Join(dir, BreakersFile), h.Breakers),
 		writeJSONL(filepath.Join(dir, MembershipFile), h.Members),
 		writeJSONL(filepath.Join(dir, FaultsFile), h.Faults),
+		writeJSONL(filepath.Join(dir, JobsFile), h.Enqueues),
+		writeJSONL(filepath.Join(dir, JobStatesFile), h.JobStates),
 	)
 }
 
@@ -80,6 +84,8 @@ func Load(dir string) (*checker.History, error) {
 		readFile(dir, BreakersFile, &h.Breakers),
 		readFile(dir, MembershipFile, &h.Members),
 		readFile(dir, FaultsFile, &h.Faults),
+		readOptional(dir, JobsFile, &h.Enqueues),
+		readOptional(dir, JobStatesFile, &h.JobStates),
 	)
 	if err != nil {
 		return nil, err
@@ -99,6 +105,15 @@ func readFile[T any](dir, name string, out *[]T) error {
 	}
 	*out = rows
 	return nil
+}
+
+// readOptional is readFile for a file a history saved before it existed
+// does not have: a missing file leaves out empty.
+func readOptional[T any](dir, name string, out *[]T) error {
+	if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return readFile(dir, name, out)
 }
 
 // DecodeJSONL reads one JSON value of type T per non-empty line.

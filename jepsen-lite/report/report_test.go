@@ -29,6 +29,9 @@ func sample() *checker.History {
 		Breakers: []history.BreakerSample{{Time: 1e9, Node: "n1", Route: "comments", State: "closed", Index: 3}, {Time: 2e9, Node: "n2", Route: "comments", State: "open", Index: 4}},
 		Members:  []history.Membership{{Time: 1e9, Node: "n1", Alive: []string{"n1", "n2"}, Ring: []string{"n1", "n2"}, Leader: "n1", Reached: true}},
 		Faults:   []history.Fault{{Kind: "kill", Targets: []string{"n2"}, Start: 2e9, End: 5e9}, {Kind: "delay", Start: 6e9, End: 6e9, Skipped: "unsupported <here>"}},
+		Enqueues: []history.Enqueue{{Type: history.OK, Process: 17, Node: "n2", Tenant: "acme", Path: "jobs", Key: "jl-7-17-1",
+			Invoke: 3e9, Time: 3.1e9, Status: 202, ID: "ab12", State: "queued", Location: "/-/jobs/ab12"}},
+		JobStates: []history.JobStatus{{Time: 11e9, Node: "n1", ID: "ab12", Status: 200, State: "done", Attempts: 1, Response: 201, Polls: 1}},
 	}
 }
 
@@ -52,6 +55,27 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	}
 }
 
+// TestLoadWithoutJobFiles: a history saved before the queue workload has
+// no job files; it loads with no jobs.
+func TestLoadWithoutJobFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := Save(dir, sample()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{JobsFile, JobStatesFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Enqueues) != 0 || len(h.JobStates) != 0 || len(h.Ops) != 2 {
+		t.Fatalf("loaded %d enqueues, %d job states, %d ops", len(h.Enqueues), len(h.JobStates), len(h.Ops))
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -60,6 +84,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "no meta", mutate: func(dir string) { os.Remove(filepath.Join(dir, MetaFile)) }},
 		{name: "no ops file", mutate: func(dir string) { os.Remove(filepath.Join(dir, OpsFile)) }},
 		{name: "bad line", mutate: func(dir string) { os.WriteFile(filepath.Join(dir, FaultsFile), []byte("{\"kind\":1}\n"), 0o644) }},
+		{name: "bad job line", mutate: func(dir string) { os.WriteFile(filepath.Join(dir, JobsFile), []byte("{\"id\":1}\n"), 0o644) }},
 		{name: "bad meta", mutate: func(dir string) { os.WriteFile(filepath.Join(dir, MetaFile), []byte("["), 0o644) }},
 	}
 	for _, tc := range cases {

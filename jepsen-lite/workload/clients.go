@@ -62,13 +62,39 @@ type Config struct {
 	// SessionPath is the per-user page below Prefix. Default "session"
 	// (the demo upstream's GET /api/session).
 	SessionPath string
+
+	// Enqueuers is how many further processes write through Levee's
+	// durable job queue: each POSTs to JobPath with Prefer:
+	// respond-async and records the answer (a 202's job id, or the
+	// refusal). Default 2; 0: none.
+	Enqueuers int
+	// EnqueueEvery is each enqueuer's period: one job per tick, ticks
+	// skipped while busy. Default 2s: 1 job/s in all, against the
+	// readers' 30 reads/s, so the queue stays a small share of the load.
+	EnqueueEvery time.Duration
+	// KeyedJobs is the share of jobs sent with a client Idempotency-Key.
+	// Default 0.5.
+	KeyedJobs float64
+	// RepeatKeys is the share of keyed jobs sent a second time at once,
+	// same key and body, through another node: both answers must name
+	// one job. Default 0.3.
+	RepeatKeys float64
+	// JobPath is the path below Prefix the jobs are posted to. Default
+	// "jobs" (the demo upstream's POST /api/jobs, which answers a
+	// replayed Idempotency-Key with the first answer).
+	JobPath string
+	// AdminToken is the cluster's admin token: the drain reads a job with
+	// it when the job's tenant header gets a 404 (and records that only
+	// the admin could). Default "": tenant header only.
+	AdminToken string
 }
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
 	return Config{Clients: 8, Rate: 30, HotKeys: 3, ColdKeys: 60, HotFraction: 0.5,
 		Tenants: []string{"acme", "globex"}, Prefix: "/comments/", Timeout: 5 * time.Second, Seed: 1,
-		Sessions: 3, FirstVisits: 3, SessionEvery: time.Second, SessionPath: "session"}
+		Sessions: 3, FirstVisits: 3, SessionEvery: time.Second, SessionPath: "session",
+		Enqueuers: 2, EnqueueEvery: 2 * time.Second, KeyedJobs: 0.5, RepeatKeys: 0.3, JobPath: "jobs"}
 }
 
 // Validate reports the first invalid field, wrapping ErrBadConfig.
@@ -90,6 +116,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: sessions and first visits must be >= 0", ErrBadConfig)
 	case c.Sessions+c.FirstVisits > 0 && (c.SessionEvery <= 0 || c.SessionPath == ""):
 		return fmt.Errorf("%w: session processes need session_every > 0 and a session path", ErrBadConfig)
+	}
+	return c.validateJobs()
+}
+
+// validateJobs checks the enqueuers' fields.
+func (c Config) validateJobs() error {
+	switch {
+	case c.Enqueuers < 0:
+		return fmt.Errorf("%w: enqueuers must be >= 0, got %d", ErrBadConfig, c.Enqueuers)
+	case c.Enqueuers > 0 && (c.EnqueueEvery <= 0 || c.JobPath == ""):
+		return fmt.Errorf("%w: enqueuers need enqueue_every > 0 and a job path", ErrBadConfig)
+	case c.KeyedJobs < 0 || c.KeyedJobs > 1 || c.RepeatKeys < 0 || c.RepeatKeys > 1:
+		return fmt.Errorf("%w: keyed jobs and repeat keys must be in [0, 1]", ErrBadConfig)
 	}
 	return nil
 }
@@ -133,7 +172,7 @@ func NewClients(cfg Config, nodes []backend.Node, clock Clock, rec *Recorder) (*
 	// No proxy: the harness must reach the nodes directly, whatever the
 	// environment says. No cookie jar: a first visitor never keeps the
 	// sid it is given, and a user sends only its own.
-	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: cfg.processes(), IdleConnTimeout: 30 * time.Second}
+	tr := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: cfg.processes() + cfg.Enqueuers, IdleConnTimeout: 30 * time.Second}
 	return &Clients{cfg: cfg, nodes: nodes, clock: clock, rec: rec, http: &http.Client{Transport: tr}}, nil
 }
 
@@ -145,6 +184,7 @@ func (c *Clients) Run(ctx context.Context) {
 		wg.Go(func() { c.loop(ctx, id, rng) })
 	}
 	c.runSessions(ctx, &wg)
+	c.runEnqueuers(ctx, &wg)
 	wg.Wait()
 	c.http.CloseIdleConnections()
 }

@@ -31,6 +31,8 @@ type Recorder struct {
 	breakers []history.BreakerSample
 	members  []history.Membership
 	faults   []history.Fault
+	enqueues []history.Enqueue
+	jobs     []history.JobStatus
 }
 
 // NewRecorder returns an empty Recorder.
@@ -77,13 +79,29 @@ func (r *Recorder) Fault(f history.Fault) {
 	r.faults = append(r.faults, f)
 }
 
+// Enqueue appends one job enqueue and its answer.
+func (r *Recorder) Enqueue(e history.Enqueue) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.enqueues = append(r.enqueues, e)
+}
+
+// JobStatus appends one drained job's state.
+func (r *Recorder) JobStatus(s history.JobStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.jobs = append(r.jobs, s)
+}
+
 // Snapshot is a copy of everything recorded so far.
 type Snapshot struct {
-	Ops      []history.Op
-	Upstream []history.UpstreamCall
-	Breakers []history.BreakerSample
-	Members  []history.Membership
-	Faults   []history.Fault
+	Ops       []history.Op
+	Upstream  []history.UpstreamCall
+	Breakers  []history.BreakerSample
+	Members   []history.Membership
+	Faults    []history.Fault
+	Enqueues  []history.Enqueue
+	JobStates []history.JobStatus
 }
 
 // Snapshot copies the history recorded so far.
@@ -91,10 +109,12 @@ func (r *Recorder) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Snapshot{
-		Ops:      append([]history.Op(nil), r.ops...),
-		Upstream: append([]history.UpstreamCall(nil), r.upstream...),
-		Breakers: append([]history.BreakerSample(nil), r.breakers...),
-		Members:  append([]history.Membership(nil), r.members...),
-		Faults:   append([]history.Fault(nil), r.faults...),
+		Ops:       append([]history.Op(nil), r.ops...),
+		Upstream:  append([]history.UpstreamCall(nil), r.upstream...),
+		Breakers:  append([]history.BreakerSample(nil), r.breakers...),
+		Members:   append([]history.Membership(nil), r.members...),
+		Faults:    append([]history.Fault(nil), r.faults...),
+		Enqueues:  append([]history.Enqueue(nil), r.enqueues...),
+		JobStates: append([]history.JobStatus(nil), r.jobs...),
 	}
 }

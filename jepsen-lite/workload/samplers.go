@@ -203,6 +203,8 @@ type upstreamStats struct {
 		RetryAfter  string    `json:"retry_after"`
 		RequestID   string    `json:"request_id"`
 		Node        string    `json:"node"`
+		Method      string    `json:"method"`
+		IdemKey     string    `json:"idempotency_key"`
 		Session     string    `json:"session"`
 		Mint        string    `json:"mint"`
 		NewSession  bool      `json:"new_session"`
@@ -220,7 +222,7 @@ func (s *Samplers) PollUpstream(ctx context.Context) error {
 		s.rec.Upstream(history.UpstreamCall{Time: s.clock.At(c.Time), Tenant: c.Tenant, Key: c.Key, Status: c.Status,
 			Node: c.Node, RequestID: c.RequestID, Conditional: c.Conditional, Fault: c.Fault,
 			Answered: s.runTimeOf(c.Answered), RetryAfter: c.RetryAfter,
-			Session: c.Session, Mint: c.Mint, NewSession: c.NewSession})
+			Session: c.Session, Mint: c.Mint, NewSession: c.NewSession, Method: c.Method, IdempotencyKey: c.IdemKey})
 	}
 	return nil
 }

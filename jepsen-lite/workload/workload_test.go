@@ -156,6 +156,11 @@ func TestNewClientsRejectsBadConfig(t *testing.T) {
 		{name: "negative sessions", mod: func(c *Config) { c.Sessions = -1 }},
 		{name: "sessions without a period", mod: func(c *Config) { c.SessionEvery = 0 }},
 		{name: "first visits without a path", mod: func(c *Config) { c.Sessions, c.SessionPath = 0, "" }},
+		{name: "negative enqueuers", mod: func(c *Config) { c.Enqueuers = -1 }},
+		{name: "enqueuers without a period", mod: func(c *Config) { c.EnqueueEvery = 0 }},
+		{name: "enqueuers without a job path", mod: func(c *Config) { c.JobPath = "" }},
+		{name: "keyed share above 1", mod: func(c *Config) { c.KeyedJobs = 1.5 }},
+		{name: "negative repeat share", mod: func(c *Config) { c.RepeatKeys = -0.1 }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,7 +184,8 @@ func TestSamplersRecordAllThree(t *testing.T) {
 	})
 	mux.HandleFunc("/-/stats", func(w http.ResponseWriter, _ *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"log": []map[string]any{
-			{"time": start.Add(time.Second), "tenant": "acme", "key": "/api/x", "status": 200, "request_id": "du-1", "node": "n2"},
+			{"time": start.Add(time.Second), "tenant": "acme", "key": "/api/x", "status": 200, "request_id": "du-1", "node": "n2",
+				"method": "POST", "idempotency_key": "levee-ab12"},
 			{"time": start.Add(2 * time.Second), "answered": start.Add(2*time.Second + time.Millisecond), "retry_after": "2",
 				"tenant": "acme", "key": "/api/x", "status": 429, "fault": "ratelimit", "request_id": "du-2", "node": "n1"}}})
 	})
@@ -214,7 +220,8 @@ func TestSamplersRecordAllThree(t *testing.T) {
 		m.RaftState != "Leader" || !slices.Equal(m.Voters, []string{"n1", "n2"}) {
 		t.Errorf("membership = %+v", m)
 	}
-	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" || u.Answered != 0 || u.RetryAfter != "" {
+	if u := snap.Upstream[0]; u.Time != int64(time.Second) || u.Node != "n2" || u.Answered != 0 || u.RetryAfter != "" ||
+		u.Method != "POST" || u.IdempotencyKey != "levee-ab12" {
 		t.Errorf("upstream call = %+v", u)
 	}
 	if u := snap.Upstream[1]; u.Time != int64(2*time.Second) || u.Answered != int64(2*time.Second+time.Millisecond) ||
