@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // oneRoute is a valid file whose only route carries extra, the YAML lines
@@ -316,4 +317,15 @@ func checkValidate(t *testing.T, tests []validateCase) {
 			}
 		})
 	}
+}
+
+// TestDrainDelayIsBoundedByTheShutdownTimeout: node.drain_delay is 0 or
+// more and shorter than node.shutdown_timeout, which bounds the whole stop.
+func TestDrainDelayIsBoundedByTheShutdownTimeout(t *testing.T) {
+	checkValidate(t, []validateCase{
+		{"default none", func(c *Config) {}, ""},
+		{"a few seconds", func(c *Config) { c.Node.DrainDelay = Duration(5 * time.Second) }, ""},
+		{"negative", func(c *Config) { c.Node.DrainDelay = Duration(-time.Second) }, "node.drain_delay: must be >= 0"},
+		{"as long as the shutdown", func(c *Config) { c.Node.DrainDelay = c.Node.ShutdownTimeout }, "node.drain_delay: must be < node.shutdown_timeout"},
+	})
 }

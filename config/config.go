@@ -74,6 +74,11 @@ type Node struct {
 	LeaveOnTerminate bool `yaml:"leave_on_terminate"`
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// DrainDelay is how long a graceful stop answers /-/readyz with 503
+	// while still serving, before it leaves: time for a load balancer's
+	// health checks to take the node out. Default 0s: /-/readyz still
+	// turns 503 before the node leaves, with no wait.
+	DrainDelay Duration `yaml:"drain_delay"`
 	// MaxHeaderBytes caps a request's header size. Default 32KiB.
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
 	// MaxRequestBody caps a request body read from a client. Default 1MiB.

@@ -68,6 +68,8 @@ func (v *validator) node(n *Node) {
 	v.join(n)
 	v.bootstrap(n)
 	v.positive("node.shutdown_timeout", n.ShutdownTimeout)
+	v.nonNegative("node.drain_delay", n.DrainDelay)
+	v.check(n.DrainDelay < n.ShutdownTimeout, "node.drain_delay", "must be < node.shutdown_timeout")
 	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
 	v.positive("node.read_timeout", n.ReadTimeout)

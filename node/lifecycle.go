@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/config"
@@ -144,6 +145,9 @@ func (n *Node) Crash() error { return n.close(false) }
 
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
+		if graceful {
+			n.drainReadiness()
+		}
 		if n.raft != nil {
 			n.raft.Gossip.StopPublishing() // before gossip changes under it
 		}
@@ -171,6 +175,16 @@ func (n *Node) close(graceful bool) error {
 		n.log.Info("node stopped", "graceful", graceful)
 	})
 	return n.closeErr
+}
+
+// drainReadiness turns /-/readyz to 503 and keeps serving for
+// node.drain_delay, so load balancers take the node out before it leaves.
+func (n *Node) drainReadiness() {
+	n.draining.Store(true)
+	if d := n.cfg.Node.DrainDelay.D(); d > 0 {
+		n.log.Info("draining: /-/readyz answers 503 before the node leaves", "drain_delay", d)
+		time.Sleep(d)
+	}
 }
 
 // announceStop tells the cluster this node is going: gossip hears a leave

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -88,6 +89,7 @@ type Node struct {
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
 
+	draining  atomic.Bool // a graceful stop began: /-/readyz answers 503
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -281,6 +283,9 @@ func (n *Node) listenInternal() error {
 func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
+	}
+	if n.draining.Load() {
+		return errors.New("draining: the node is stopping")
 	}
 	if n.raft != nil {
 		if d := n.raft.Node.Damaged(); d != nil {
