@@ -5,11 +5,13 @@ SHELL := /bin/bash
 GO ?= go
 NODES ?= 3
 BIN := bin
+# The version `levee version` prints (main.version; "dev" in a plain go build).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 .PHONY: build run test vet unit fuzz bench clean chaos dotenv
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/levee ./cmd/node
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X github.com/levee/levee/metrics.stamp=$(VERSION)" -o $(BIN)/levee ./cmd/node
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo-upstream ./cmd/demo-upstream
 
 # This checkout's cluster secret and admin token: generated once with
@@ -27,7 +29,22 @@ vet:
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test: vet unit
+test: vet rules unit
+
+# The shipped alerts (deploy/prometheus) are checked and unit-tested with
+# promtool (Debian's prometheus package) when it is installed; with
+# LEVEE_REQUIRE_TOOLS=1 (CI) a missing promtool fails the build.
+PROMTOOL ?= promtool
+.PHONY: rules
+rules:
+	@if command -v $(PROMTOOL) >/dev/null; then \
+		$(PROMTOOL) check rules deploy/prometheus/alerts.yml && \
+		cd deploy/prometheus && $(PROMTOOL) test rules alerts_test.yml; \
+	elif [ "$$LEVEE_REQUIRE_TOOLS" = 1 ]; then \
+		echo "rules: promtool not found and LEVEE_REQUIRE_TOOLS=1 (apt-get install prometheus)" >&2; exit 1; \
+	else \
+		echo "rules: promtool not found: alert rules not checked (apt-get install prometheus)"; \
+	fi
 
 # Short coverage-guided runs of every fuzz target (seed corpora already run in `make test`).
 FUZZTIME ?= 20s
@@ -39,6 +56,13 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# Hits against nginx and Varnish, pinned, on this machine (docs/benchmarks.md):
+# the benchmark, not a test; nothing gates on it. About 6 min; shorter with
+# e.g. `make bench-compare DURATION=2s ROUNDS=1` (see scripts/bench-compare.sh).
+.PHONY: bench-compare
+bench-compare:
+	./scripts/bench-compare.sh
 
 clean:
 	rm -rf $(BIN) data

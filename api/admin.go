@@ -31,6 +31,8 @@ func (s *Server) adminMux() *http.ServeMux {
 	mux.HandleFunc("GET /-/jobs", s.jobs)
 	mux.HandleFunc("POST /-/jobs/{id}/replay", s.replayJob)
 	mux.HandleFunc("DELETE /-/jobs/{id}", s.deleteJob)
+	mux.HandleFunc("DELETE /-/cache", s.purge)
+	mux.HandleFunc("POST /-/reload", s.reloadConfig)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("/", s.notFound)
 	return mux
@@ -200,11 +202,12 @@ func (s *Server) routeByName(name string) (RouteInfo, bool) {
 
 // checkAdmin compares the bearer token in constant time.
 func (s *Server) checkAdmin(r *http.Request) error {
-	if s.cfg.AdminToken == "" {
+	token := *s.adminToken.Load()
+	if token == "" {
 		return ErrAdminDisabled
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.AdminToken)) != 1 {
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
 		return ErrUnauthorized
 	}
 	return nil

@@ -130,6 +130,8 @@ func requestProblem(err error) problemKind {
 	case errors.Is(err, ErrAbsoluteURI), errors.Is(err, ErrMethod), errors.Is(err, ErrBadPath),
 		errors.Is(err, proxy.ErrBadRequest):
 		return echoed(http.StatusBadRequest, "bad request", "the request cannot be proxied as sent")
+	case errors.Is(err, ErrReloadRefused):
+		return echoed(http.StatusUnprocessableEntity, "reload refused", "the node kept its config: the new one is invalid or needs a restart")
 	case errors.Is(err, ErrBodyTooLarge):
 		return echoed(http.StatusRequestEntityTooLarge, "request body too large", "the request body is larger than this node accepts")
 	case errors.Is(err, ErrUnauthorized), errors.Is(err, ErrPeerRefused):

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -84,11 +85,18 @@ type Config struct {
 	// Status is the /-/cluster document. Default nil: the endpoint
 	// reports only this node.
 	Status func() ClusterStatus
+	// Reload reads the node's config again and applies what a reload can
+	// (POST /-/reload); its error's text is the node's own sentence about
+	// why the new config was refused. Default nil: the endpoint answers
+	// 404.
+	Reload func() error
 	// Jobs is the durable job queue (see Jobs). Default nil: none.
 	Jobs Jobs
 	// Seats backs POST /-/leave and DELETE /-/cluster/members/{name}.
 	// Default nil: both answer 404.
 	Seats Seats
+	// Purge backs DELETE /-/cache. Default nil: it answers 404.
+	Purge Purger
 	// MaxRequestBody caps request bodies in bytes. Default 1 MiB.
 	MaxRequestBody int64
 	// AdminSeparate moves the admin endpoints (/metrics, /-/cluster and
@@ -122,6 +130,8 @@ type Server struct {
 	appAdmin http.Handler
 	// adminPort serves ListenAdmin's port.
 	adminPort http.Handler
+	// adminToken is Config.AdminToken until SetAdminToken replaces it.
+	adminToken atomic.Pointer[string]
 }
 
 // New builds a Server; it does no I/O.
@@ -139,6 +149,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	s := &Server{cfg: cfg, routes: append([]RouteInfo(nil), cfg.Routes...)}
+	s.SetAdminToken(cfg.AdminToken)
 	for _, rt := range s.routes {
 		if isAdminPath(rt.Prefix) || !strings.HasPrefix(rt.Prefix, "/") {
 			return nil, fmt.Errorf("api: route %q prefix %q collides with admin paths", rt.Name, rt.Prefix)
@@ -156,6 +167,10 @@ func New(cfg Config) (*Server, error) {
 func isAdminPath(p string) bool {
 	return strings.HasPrefix(p, "/-/") || p == "/metrics" || strings.HasPrefix(p, "/metrics/")
 }
+
+// SetAdminToken replaces the admin token (a reload); "" disables the
+// admin commands, as Config.AdminToken does.
+func (s *Server) SetAdminToken(token string) { s.adminToken.Store(&token) }
 
 // Handle adds an admin endpoint under /-/, served on the admin port only
 // when AdminSeparate is set (never under /-/internal/ there). It must be

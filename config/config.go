@@ -74,6 +74,10 @@ type Node struct {
 	LeaveOnTerminate bool `yaml:"leave_on_terminate"`
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// LogLevel is the lowest level logged: debug, info, warn or error.
+	// Default info. A reload applies it; LEVEE_LOG_LEVEL, when set,
+	// overrides it.
+	LogLevel string `yaml:"log_level"`
 	// DrainDelay is how long a graceful stop answers /-/readyz with 503
 	// while still serving, before it leaves: time for a load balancer's
 	// health checks to take the node out. Default 0s: /-/readyz still
@@ -416,6 +420,7 @@ func Default() *Config {
 			HTTP:            "127.0.0.1:8080",
 			DataDir:         dataDirFor(name),
 			ShutdownTimeout: Duration(10 * time.Second),
+			LogLevel:        "info",
 			MaxHeaderBytes:  32 << 10,
 			MaxRequestBody:  1 << 20,
 			ReadTimeout:     Duration(10 * time.Second),

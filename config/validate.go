@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -69,6 +70,7 @@ func (v *validator) node(n *Node) {
 	v.bootstrap(n)
 	v.positive("node.shutdown_timeout", n.ShutdownTimeout)
 	v.nonNegative("node.drain_delay", n.DrainDelay)
+	v.check(slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel), "node.log_level", "must be debug, info, warn or error")
 	v.check(n.DrainDelay < n.ShutdownTimeout, "node.drain_delay", "must be < node.shutdown_timeout")
 	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)

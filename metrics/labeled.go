@@ -26,6 +26,7 @@ type Sample struct {
 // at each scrape, such as the job queue's depth by host and state.
 func (m *Metrics) SamplesGaugeFunc(name, help string, labels []string, fn func() []Sample) {
 	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn})
+	m.names.add(name, TypeGauge)
 }
 
 type labeledGauge struct {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +13,8 @@ import (
 
 // Metrics is the set of Levee's series for one node.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg   *prometheus.Registry
+	names *families
 
 	CacheResults     *prometheus.CounterVec
 	Refreshes        *prometheus.CounterVec
@@ -47,13 +49,15 @@ type Metrics struct {
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f := factory{reg}
+	f := factory{reg: reg, names: &families{}}
+	registerBuildInfo(f)
 	return &Metrics{
 		reg:              reg,
-		CacheResults:     f.counter("levee_cache_results_total", "Cache results of served requests (HIT, STALE, MISS, REVALIDATED, BYPASS).", "route", "result"),
+		names:            f.names,
+		CacheResults:     f.counter("levee_cache_results_total", "Cache results of served requests: the X-Cache value, lowercase (hit, stale, miss, revalidated, bypass).", "route", "result"),
 		Refreshes:        f.counter("levee_cache_refreshes_total", "Background refreshes of stale entries by outcome (ok, error).", "route", "outcome"),
 		HTTPRequests:     f.counter("levee_http_requests_total", "Data-plane requests answered, by route and status code.", "route", "code"),
-		HTTPDuration:     f.histogram("levee_http_request_duration_seconds", "Data-plane request latency.", prometheus.DefBuckets, "route"),
+		HTTPDuration:     f.histogram("levee_http_request_duration_seconds", "Data-plane request latency, by route and result (the X-Cache value, lowercase; error for a problem answer, queued for a 202).", requestBuckets, "route", "result"),
 		UpstreamRequests: f.counter("levee_upstream_requests_total", "Upstream attempts by route, host and status (\"error\" for network errors).", "route", "host", "status"),
 		Throttled:        f.counter("levee_upstream_throttled_total", "Upstream 429 and 503 answers by host and endpoint (route).", "route", "host", "status"),
 		AttemptDuration:  f.histogram("levee_upstream_attempt_duration_seconds", "Duration of single upstream attempts.", prometheus.DefBuckets, "route", "host"),
@@ -79,6 +83,11 @@ func New() *Metrics {
 	}
 }
 
+// requestBuckets span a request from a cache hit (tens of microseconds:
+// the first bucket is 25 µs, so a 50 µs hit is told from a 100 µs one) to
+// a whole retry budget.
+var requestBuckets = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
 // waitBuckets span an admission wait, from none (most, while no cap binds)
 // to a whole retry budget (20 s by default).
 var waitBuckets = []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20}
@@ -91,19 +100,53 @@ func (m *Metrics) Handler() http.Handler {
 // Registry returns the registry, for extra collectors (cache size, …).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// Families returns the name and type (TypeCounter, TypeGauge,
+// TypeHistogram) of every family Levee registered on this registry, the
+// ones registered after New included; not the Go and process collectors'.
+// A vector appears here before its first sample does in a scrape: checks
+// that shipped dashboards and alerts name real series read this.
+func (m *Metrics) Families() map[string]string { return m.names.all() }
+
 // GaugeFunc registers a gauge read at scrape time.
 func (m *Metrics) GaugeFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+	m.names.add(name, TypeGauge)
 }
 
 // CounterFunc registers a counter read at scrape time from a monotonic
 // source.
 func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+	m.names.add(name, TypeCounter)
 }
 
 // CacheResult implements proxy.Observer.
-func (m *Metrics) CacheResult(route string, r string) { m.CacheResults.WithLabelValues(route, r).Inc() }
+func (m *Metrics) CacheResult(route string, r string) {
+	m.CacheResults.WithLabelValues(route, resultLabel(r)).Inc()
+}
+
+// resultLabel is a result as a label value. X-Cache keeps its customary
+// capitals (HIT, STALE, …), but every label value Levee emits is
+// lowercase; the known results skip strings.ToLower's allocation.
+func resultLabel(r string) string {
+	switch r {
+	case "HIT":
+		return "hit"
+	case "STALE":
+		return "stale"
+	case "MISS":
+		return "miss"
+	case "REVALIDATED":
+		return "revalidated"
+	case "BYPASS":
+		return "bypass"
+	case "ERROR":
+		return "error"
+	case "QUEUED":
+		return "queued"
+	}
+	return strings.ToLower(r)
+}
 
 // Refresh implements proxy.Observer.
 func (m *Metrics) Refresh(route string, err error) {
@@ -117,7 +160,7 @@ func (m *Metrics) Refresh(route string, err error) {
 // Request implements api.Observer.
 func (m *Metrics) Request(route string, status int, result string, d time.Duration) {
 	m.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.HTTPDuration.WithLabelValues(route).Observe(d.Seconds())
+	m.HTTPDuration.WithLabelValues(route, resultLabel(result)).Observe(d.Seconds())
 }
 
 // ForwardFallback implements api.Observer.
@@ -168,8 +211,17 @@ func (m *Metrics) InFlight(host string, delta int) {
 	m.InFlightHost.WithLabelValues(host).Add(float64(delta))
 }
 
-// JobAttempt implements queue.Observer.
+// jobOutcomes are the outcomes of levee_queue_attempts_total.
+var jobOutcomes = [...]string{"done", "retry", "dead", "deferred"}
+
+// JobAttempt implements queue.Observer. A host's first attempt creates
+// every outcome's series at 0: increase() cannot see a counter's first
+// step when the series is born at 1, and the dead-letter alert reads the
+// dead one's increase.
 func (m *Metrics) JobAttempt(host, outcome string, delay time.Duration) {
+	for _, o := range jobOutcomes {
+		m.JobAttempts.WithLabelValues(host, o)
+	}
 	m.JobAttempts.WithLabelValues(host, outcome).Inc()
 	if outcome == "retry" || outcome == "deferred" {
 		m.JobDelays.WithLabelValues(host).Observe(delay.Seconds())

@@ -98,7 +98,7 @@ func TestHostRateIsClusterWide(t *testing.T) {
 	var limited, waited float64
 	for _, i := range c.running() {
 		m := c.nodes[i].Metrics()
-		limited += metrics.Counter(m.LimitedCalls, "comments", su.Host, "host token")
+		limited += metrics.Counter(m.LimitedCalls, "comments", hostkey.Of(su), "host token")
 		waited += histogramSum(t, m, "levee_upstream_token_wait_seconds")
 	}
 	t.Logf("%d calls reached the upstream in %v (bound %d); client statuses %v; %v refused by the host token cap; %.1fs spent waiting for tokens",

@@ -26,6 +26,7 @@ import (
 	"github.com/levee/levee/replica"
 	"github.com/levee/levee/routecfg"
 	"github.com/levee/levee/store"
+	"github.com/levee/levee/ui"
 	"github.com/levee/levee/upstream"
 )
 
@@ -56,6 +57,13 @@ type Options struct {
 	// WrapPeerTransport, when set, wraps the transport of node-to-node
 	// calls (tests inject one that cuts links). Default nil.
 	WrapPeerTransport func(http.RoundTripper) http.RoundTripper
+	// LoadConfig reads the config again, as the node was started with it
+	// (file, env, flags), for SIGHUP and POST /-/reload
+	// (ReloadFromSource). Default nil: nothing to read again.
+	LoadConfig func() (*config.Config, error)
+	// OnReload is called with each config a reload applied (the caller's
+	// log level). Default nil.
+	OnReload func(*config.Config)
 }
 
 // Node is one running Levee node: it constructs its parts, starts them in
@@ -71,6 +79,7 @@ type Node struct {
 	upstream *upstream.Client
 	pauses   *pacing.Pauser // the hosts' pauses: the control plane's, or this node's own
 	table    *breaker.Table
+	history  ui.History // the breakers' last transitions, for the operator page
 	// routeHost gives the upstream host each route calls: an open breaker
 	// stays open while its host is paused (breaker.Config.Hold).
 	routeHost func(route string) (host string, ok bool)
@@ -89,6 +98,7 @@ type Node struct {
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
 
+	reload    reloadable  // what Reload swaps, and its lock
 	draining  atomic.Bool // a graceful stop began: /-/readyz answers 503
 	closeOnce sync.Once
 	closeErr  error
@@ -210,7 +220,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 	if n.cluster != nil {
 		rep := n.cluster.rep
 		pc.OnStore, pc.Recover, pc.Owns = rep.OnStore, rep.Recover, rep.Owns
-		pc.OnInvalidate = rep.OnInvalidate
+		pc.OnInvalidate, pc.OnPurge = rep.OnInvalidate, rep.Purge
 	}
 	n.engine, err = proxy.New(pc)
 	return err
@@ -234,6 +244,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
 		Ready: n.ready, Status: n.status, AdminSeparate: n.cfg.Node.Admin != "",
+		Purge: n.engine,
 	}
 	if n.cluster != nil {
 		ac.Peers = n.cluster.rep
@@ -241,10 +252,12 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.raft != nil {
 		ac.Seats, ac.Jobs = n.seats(), n.jobs.svc
 	}
+	ac.Reload = n.ReloadFromSource
 	var err error
 	if n.api, err = api.New(ac); err != nil {
 		return err
 	}
+	n.api.Handle("/-/ui/", n.operatorPage(admin.Views))
 	return nil
 }
 
@@ -319,6 +332,8 @@ func (n *Node) status() api.ClusterStatus {
 func (n *Node) registerGauges() {
 	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
 	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
+	n.metrics.GaugeFunc("levee_cache_capacity_bytes", "The weight the cache holds before it evicts (cache.max_bytes).", func() float64 { return float64(n.cfg.Cache.MaxBytes.Int64()) })
+	n.metrics.CounterFunc("levee_cache_evictions_total", "Entries evicted by size pressure; expiry and removals do not count.", func() float64 { return float64(n.cache.Stats().Evictions) })
 	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
 	n.metrics.GaugeFunc("levee_upstream_calls_inflight", "Logical upstream calls in flight, retries and their waits included: what node.max_inflight_fetches caps.",
 		func() float64 { return float64(n.upstream.InFlightCalls()) })
@@ -337,7 +352,11 @@ func (n *Node) registerGauges() {
 	if n.jobs != nil {
 		n.jobs.gauges(n)
 	}
+	if n.cluster != nil {
+		memberGauges(n.metrics, n.cluster.ml)
+	}
 	if r := n.raft; r != nil {
+		raftGauges(n.metrics, r.Node)
 		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
 			func() float64 { return boolGauge(r.Node.Damaged() != nil) })
 		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
@@ -365,6 +384,7 @@ func (n *Node) Left() <-chan struct{} { return n.left }
 
 func (n *Node) onTransition(t breaker.Transition) {
 	n.metrics.BreakerTransition(t.Route, t.From.String(), t.To.String(), int(t.To))
+	n.history.Record(t)
 	n.log.Info("breaker transition", "route", t.Route, "from", t.From.String(), "to", t.To.String(),
 		"by", t.Node, "reason", t.Reason)
 }

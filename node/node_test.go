@@ -329,8 +329,14 @@ func TestMetricsSeries(t *testing.T) {
 	}
 	text := string(got.body)
 	for _, want := range []string{
-		`levee_cache_results_total{result="HIT",route="comments"} 1`,
-		`levee_cache_results_total{result="MISS",route="comments"} 1`,
+		`levee_cache_results_total{result="hit",route="comments"} 1`,
+		`levee_cache_results_total{result="miss",route="comments"} 1`,
+		`levee_http_request_duration_seconds_bucket{result="hit",route="comments",le="2.5e-05"}`,
+		`levee_http_request_duration_seconds_count{result="bypass",route="comments"} 1`,
+		`levee_http_request_duration_seconds_count{result="error",route="comments"} 1`,
+		`levee_build_info{go_version="go`,
+		`levee_cache_capacity_bytes `,
+		`levee_cache_evictions_total 0`,
 		`levee_upstream_requests_total{host=`,
 		`status="503"} 2`,
 		`levee_upstream_throttled_total{`,

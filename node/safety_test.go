@@ -127,27 +127,15 @@ func withItems(t testing.TB, u *itemsUpstream) clusterOpt {
 	return func(_ int, cfg *config.Config) { cfg.Routes[0].Upstream = srv.URL + "/api" }
 }
 
-// send makes a request through node i with header pairs kv.
+// send makes a request through node i with header pairs kv, with a small
+// JSON body unless it is a GET or HEAD.
 func send(c *testCluster, i int, method, path string, kv ...string) answer {
 	c.t.Helper()
-	var body io.Reader
+	body := ""
 	if method != http.MethodGet && method != http.MethodHead {
-		body = strings.NewReader(`{"x":1}`)
+		body = `{"x":1}`
 	}
-	req, err := http.NewRequest(method, c.url(i, path), body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	for j := 0; j+1 < len(kv); j += 2 {
-		req.Header.Set(kv[j], kv[j+1])
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s via node %d: %v", method, path, i, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	return c.send(method, i, path, body, kv...)
 }
 
 // problemTitle is the title of an RFC 9457 answer, "" for anything else.
@@ -247,7 +235,7 @@ func TestBurstWaitsOrFailsFastAndTheBreakerStaysClosed(t *testing.T) {
 		}
 	}
 	refused := counterSum(c, c.running(), func(m *metrics.Metrics) float64 {
-		return metrics.Counter(m.RefusedCalls, "comments", u.host, "limited")
+		return metrics.Counter(m.RefusedCalls, "comments", "http://"+u.host, "limited")
 	})
 	if refused == 0 {
 		t.Fatal("no refusal counted in levee_upstream_refused_total")

@@ -27,12 +27,14 @@
 // policy.go), and a refresh of a shared entry never carries them.
 //
 // The engine knows nothing about HTTP servers, and about the cluster only
-// through four optional hooks the node wires in: Config.OnStore (hand a
+// through five optional hooks the node wires in: Config.OnStore (hand a
 // stored entry to replication), Config.Owns (does this node own a routing
 // key: an owner trusts its own copy, a non-owner first asks the replicas
 // for a newer one), Config.Recover (another node's copy when nothing
-// local can stand in) and Config.OnInvalidate (a write removed a URL here:
-// remove it everywhere, invalidate.go). Nil hooks make a single node.
+// local can stand in), Config.OnInvalidate (a write removed a URL here:
+// remove it everywhere, invalidate.go) and Config.OnPurge (an operator
+// purged a URL or a whole route here: the same, waiting for the members,
+// purge.go). Nil hooks make a single node.
 //
 // The breaker is told what the upstream did, not what Levee did
 // (guarded.go): the time from when the request left, and whether Levee

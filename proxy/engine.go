@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -89,6 +90,15 @@ type Config struct {
 	// and keep older copies from coming back before then. It must not
 	// block. Default nil: a single node, nothing more to do.
 	OnInvalidate func(routingKey string, at, until time.Time)
+	// OnPurge, when set, is called after an operator's purge (PurgeURL,
+	// PurgeRoute) removed a scope from this node's cache, with the scope
+	// (a URL's routing key, or a RouteScope), the purge's time and the end
+	// of its tombstone: cluster invalidation hooks in here to remove the
+	// scope from every other node as it does a write's (OnInvalidate), and
+	// waits, within ctx, for the members it can reach. It returns the
+	// answers it removed besides this node's cache (its near cache).
+	// Default nil: a single node, nothing more to do.
+	OnPurge func(ctx context.Context, scope string, at, until time.Time) int
 }
 
 // Engine serves requests through the cache, breaker and upstream layers.
@@ -96,7 +106,7 @@ type Engine struct {
 	recheck recheckLog // when each key's replicas were last asked
 	hfm     hitForMiss // flight keys whose last answer could not be shared
 	cfg     Config
-	routes  map[string]*Route
+	routes  atomic.Pointer[map[string]*Route] // by name; SetRoutes swaps it whole
 	flights store.Group[*flight]
 }
 
@@ -127,17 +137,35 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Engine{cfg: cfg, routes: make(map[string]*Route, len(cfg.Routes))}
-	for _, rt := range cfg.Routes {
-		if _, dup := e.routes[rt.Name]; dup {
-			return nil, fmt.Errorf("proxy: duplicate route %q", rt.Name)
-		}
-		if err := rt.check(); err != nil {
-			return nil, err
-		}
-		e.routes[rt.Name] = rt.compiled()
+	e := &Engine{cfg: cfg}
+	if err := e.SetRoutes(cfg.Routes); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// SetRoutes replaces the routes (a reload: new windows, breaker and retry
+// settings). A request already in flight finishes on the route it began
+// with; the next one takes the new. Invalid routes change nothing.
+func (e *Engine) SetRoutes(routes []*Route) error {
+	m := make(map[string]*Route, len(routes))
+	for _, rt := range routes {
+		if _, dup := m[rt.Name]; dup {
+			return fmt.Errorf("proxy: duplicate route %q", rt.Name)
+		}
+		if err := rt.check(); err != nil {
+			return err
+		}
+		m[rt.Name] = rt.compiled()
+	}
+	e.routes.Store(&m)
+	return nil
+}
+
+// route is the route named name, as the last SetRoutes left it.
+func (e *Engine) route(name string) (*Route, bool) {
+	rt, ok := (*e.routes.Load())[name]
+	return rt, ok
 }
 
 // Close stops background refreshes and waits for every flight to end.
@@ -145,7 +173,7 @@ func (e *Engine) Close() { e.flights.Close() }
 
 // Route returns the named route.
 func (e *Engine) Route(name string) (*Route, bool) {
-	rt, ok := e.routes[name]
+	rt, ok := e.route(name)
 	return rt, ok
 }
 
@@ -154,7 +182,7 @@ func (e *Engine) Route(name string) (*Route, bool) {
 // request the route refuses (see prepare) is an error wrapping
 // ErrBadRequest, so it is refused before it is forwarded anywhere.
 func (e *Engine) RoutingKey(r *Request) (string, error) {
-	rt, ok := e.routes[r.Route]
+	rt, ok := e.route(r.Route)
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
@@ -172,7 +200,7 @@ func (e *Engine) InFlight() int { return e.flights.InFlight() }
 // (breaker open with nothing cached, budget spent, upstream unreachable); a
 // failure status from the upstream comes back as a Response.
 func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
-	rt, ok := e.routes[r.Route]
+	rt, ok := e.route(r.Route)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}

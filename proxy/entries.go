@@ -77,9 +77,10 @@ func (e *Engine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
 }
 
 // Put stores a replicated entry under the key its owner used, unless this
-// node already holds a newer answer for it. It reports whether it stored.
+// node already holds a newer answer for it, or a write or purge removed it
+// (a tombstone shadows it). It reports whether it stored.
 func (e *Engine) Put(key string, ent *store.Entry) bool {
-	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) {
+	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) || e.cfg.Cache.Shadowed(key, ent.StoredAt) {
 		return false
 	}
 	e.cfg.Cache.Set(key, ent)

@@ -109,7 +109,9 @@ type rig struct {
 	stored atomic.Int64
 }
 
-func newRig(t *testing.T, rt *Route) *rig {
+// newRig is an engine serving rt (and more routes, if given) through a
+// fake upstream.
+func newRig(t *testing.T, rt *Route, more ...*Route) *rig {
 	t.Helper()
 	rg := &rig{up: &fakeUpstream{}}
 	rg.up.set(reply(200, "hello", "ETag", `"v1"`))
@@ -128,7 +130,7 @@ func newRig(t *testing.T, rt *Route) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rg.engine, err = New(Config{Node: "n1", Routes: []*Route{rt}, Cache: rg.cache, Upstream: client, Breaker: testGate{brk},
+	rg.engine, err = New(Config{Node: "n1", Routes: append([]*Route{rt}, more...), Cache: rg.cache, Upstream: client, Breaker: testGate{brk},
 		OnStore: func(string, string, *store.Entry) { rg.stored.Add(1) }})
 	if err != nil {
 		t.Fatal(err)

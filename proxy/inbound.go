@@ -31,11 +31,8 @@ func DroppedByDefault() []string { return slices.Clone(droppedByDefault) }
 // the headers are those the upstream may see. A refusal wraps
 // ErrBadRequest. r itself is not modified.
 func prepare(rt *Route, r *Request) (*Request, error) {
-	if err := CheckPath(r.Path); err != nil {
+	if err := checkURL(r); err != nil {
 		return nil, err
-	}
-	if strings.ContainsFunc(r.RawQuery, func(c rune) bool { return c < 0x20 || c == 0x7f || c == '#' }) {
-		return nil, fmt.Errorf("%w: control character or \"#\" in query", ErrBadRequest)
 	}
 	if cacheable(r.Method) && len(r.Body) > 0 {
 		// RFC 9110 §9.3.1: a GET body has no defined meaning, and a cache
@@ -49,6 +46,17 @@ func prepare(rt *Route, r *Request) (*Request, error) {
 	c := *r
 	c.Header = inboundHeader(rt, r.Header)
 	return &c, nil
+}
+
+// checkURL holds r's path and query to prepare's rules.
+func checkURL(r *Request) error {
+	if err := CheckPath(r.Path); err != nil {
+		return err
+	}
+	if strings.ContainsFunc(r.RawQuery, func(c rune) bool { return c < 0x20 || c == 0x7f || c == '#' }) {
+		return fmt.Errorf("%w: control character or \"#\" in query", ErrBadRequest)
+	}
+	return nil
 }
 
 // inboundHeader returns a copy of h without the headers the upstream must

@@ -19,7 +19,13 @@ import (
 // routingKey decides which node owns r: every method and variant of one URL
 // and tenant share it, so one node coalesces them all.
 func routingKey(rt *Route, r *Request) string {
-	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenantOf(rt, r.Header)
+	return urlKey(r, tenantOf(rt, r.Header))
+}
+
+// urlKey is the routing key of r's URL for tenant: what routingKey gives
+// every request of that tenant (a purge names the tenant outright).
+func urlKey(r *Request, tenant string) string {
+	return r.Route + "\x00" + r.Path + "?" + canonicalQuery(r.RawQuery) + "\x00t=" + tenant
 }
 
 // primaryKey is the cache key before Vary: route, method, path, canonical

@@ -17,11 +17,15 @@
 //	engine write ── OnInvalidate ──► near cache, hand-off set dropped here; tombstone owed to every member
 //	                    ──► invalidation loop ── Transport.Invalidate ──► peer's Replicator.ServeInvalidate
 //	                        ──► Tombstones.Invalidate (its cache), near cache, hand-off set; kept for members that come back
+//	operator purge (a URL, or a whole route: proxy.RouteScope) ── Purge ──► near cache, hand-off set dropped here;
+//	                    tombstone sent to every live member at once and waited for, owed to the rest as a write's
 //
 // A write's tombstone is versioned by the write's time: whatever copy of
 // the URL is older (a late push, a hand-off, a recovered or near-cached
 // copy) is neither stored nor served until the tombstone ends, while an
-// answer fetched after the write is stored as usual.
+// answer fetched after the write is stored as usual. A route's purge is one
+// tombstone on the route's name, above every key of the route, applied by
+// freeing the route's answers (Tombstones.Purge).
 //
 // The package knows neither memberlist nor Raft nor the node: it reads the
 // ring through Ring, addresses through Members, and is told of a member

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
 )
 
 // handoffEntryOverhead approximates an entry's header and bookkeeping in
@@ -77,14 +78,15 @@ func (h *handoff) remove(el *list.Element) {
 	h.bytes -= it.size
 }
 
-// drop removes rkey's entries stored at or before at (unix ns): a write
+// drop removes the entries under scope (a URL's routing key, or a
+// proxy.RouteScope) stored at or before at (unix ns): a write or a purge
 // removed them, and pushing them later would bring them back.
-func (h *handoff) drop(rkey string, at int64) {
+func (h *handoff) drop(scope string, at int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for el := h.order.Front(); el != nil; {
 		next := el.Next()
-		if e := el.Value.(*handoffItem).entry; e.RoutingKey == rkey && e.StoredAt <= at {
+		if e := el.Value.(*handoffItem).entry; proxy.InScope(scope, e.RoutingKey) && e.StoredAt <= at {
 			h.remove(el)
 		}
 		el = next

@@ -9,6 +9,7 @@ import (
 
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/store"
 )
 
 // Writes invalidate cluster-wide (issue 10, rule 8). The node that served a
@@ -31,6 +32,10 @@ type Tombstones interface {
 	// Shadowed reports whether an answer stored at stored under key
 	// predates a live tombstone: it must be neither stored nor served.
 	Shadowed(key string, stored time.Time) bool
+	// Purge is Invalidate for keys and every key below them, whose
+	// answers stored at or before at it frees at once (each handed to
+	// removed, when non-nil): a route-wide purge.
+	Purge(keys []string, at, until time.Time, removed func(*store.Entry)) time.Time
 }
 
 // OnInvalidate is the engine's proxy.Config.OnInvalidate: a write on this
@@ -38,7 +43,7 @@ type Tombstones interface {
 // near cache and the hand-off set here, and its tombstone is owed to every
 // other member until until. It never blocks.
 func (r *Replicator) OnInvalidate(rkey string, at, until time.Time) {
-	t := peer.Tombstone{RoutingKey: rkey, At: at.UnixNano(), Until: until.UnixNano()}
+	t := tombstoneOf(rkey, at, until)
 	r.dropLocal(t)
 	if n := r.owed.add(t, nil); n > 0 {
 		r.obs.Invalidation("sent", "dropped", n)
@@ -91,21 +96,51 @@ func (r *Replicator) checkClock(ts []peer.Tombstone) error {
 	return nil
 }
 
-// apply removes t's URL from this node: cache, near cache, hand-off set.
+// tombstoneOf is a removal of scope (a URL's routing key, or a
+// proxy.RouteScope) on the wire. Its life is cut to peer.MaxTombstoneLife,
+// which every receiver refuses past, along with the whole message: an
+// answer cached for longer (an upstream's max-age of a year) must not keep
+// every removal batched with it from being delivered. This node's own
+// tombstone keeps its whole life.
+func tombstoneOf(scope string, at, until time.Time) peer.Tombstone {
+	t := peer.Tombstone{RoutingKey: scope, At: at.UnixNano(), Until: until.UnixNano()}
+	t.Until = min(max(t.Until, t.At+1), t.At+int64(peer.MaxTombstoneLife))
+	return t
+}
+
+// apply removes t's scope from this node: cache, near cache, hand-off set.
+// A URL's answers are removed as a write removes them (its primary keys;
+// the variants below stay hidden until they die); a route's are freed at
+// once, since a route may hold most of the cache.
 func (r *Replicator) apply(t peer.Tombstone) {
 	at, until := time.Unix(0, t.At), time.Unix(0, t.Until)
-	if r.cfg.Tombstones != nil {
-		for _, k := range proxy.CachedKeys(t.RoutingKey) {
-			r.cfg.Tombstones.Invalidate(k, at, until)
+	switch ts := r.cfg.Tombstones; {
+	case ts == nil:
+	case proxy.RouteWide(t.RoutingKey):
+		n := 0
+		ts.Purge(proxy.ScopeKeys(t.RoutingKey), at, until, func(e *store.Entry) {
+			if e.Status != 0 { // a Vary marker is no answer
+				n++
+			}
+		})
+		r.log.Info("route purged", "route", t.RoutingKey, "removed", n)
+	default:
+		for _, k := range proxy.ScopeKeys(t.RoutingKey) {
+			ts.Invalidate(k, at, until)
 		}
 	}
 	r.dropLocal(t)
 }
 
-// dropLocal removes t's URL from the near cache and the hand-off set.
+// dropLocal removes t's scope from the near cache and the hand-off set.
 func (r *Replicator) dropLocal(t peer.Tombstone) {
 	if r.near != nil {
-		r.near.invalidate(t.RoutingKey, time.Unix(0, t.At), time.Unix(0, t.Until))
+		at, until := time.Unix(0, t.At), time.Unix(0, t.Until)
+		if proxy.RouteWide(t.RoutingKey) {
+			r.near.purge(t.RoutingKey, at, until)
+		} else {
+			r.near.invalidate(t.RoutingKey, at, until)
+		}
 	}
 	r.handoff.drop(t.RoutingKey, t.At)
 }
@@ -189,7 +224,11 @@ func newPending(max int) *pending {
 
 // add keeps t, owed to every member but those in took, merging it with the
 // tombstone held for its routing key (a newer write is owed to everyone
-// again). It returns how many tombstones the bound pushed out.
+// again). A tombstone already held (as new as t) stays owed as it was,
+// whatever took says: t is then a copy coming back (a member sending it
+// again after a membership change), which tells nothing of who else has
+// it, and the members this node could not reach yet must still get it.
+// It returns how many tombstones the bound pushed out.
 func (p *pending) add(t peer.Tombstone, took []string) (dropped int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -197,7 +236,7 @@ func (p *pending) add(t peer.Tombstone, took []string) (dropped int) {
 	if el, ok := p.items[t.RoutingKey]; ok {
 		old := p.order.Remove(el).(*pendingItem)
 		if old.tomb.At >= t.At {
-			it = old // no newer write: what was delivered stays delivered
+			it, took = old, nil // no newer write: what was delivered stays delivered
 			it.tomb.Until = max(it.tomb.Until, t.Until)
 		}
 	}

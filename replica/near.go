@@ -57,6 +57,20 @@ func (n *nearCache) invalidate(rkey string, at, until time.Time) {
 	}
 }
 
+// purge removes scope's answers (a URL's routing key, or a
+// proxy.RouteScope) stored at or before at, every method and variant, as
+// invalidate does, but frees the variants at once; it returns how many
+// answers it removed (Vary markers are not answers).
+func (n *nearCache) purge(scope string, at, until time.Time) int {
+	removed := 0
+	n.c.Purge([]string{nearKey(http.MethodGet, scope), nearKey(http.MethodHead, scope)}, at, until, func(e *store.Entry) {
+		if e.Status != 0 {
+			removed++
+		}
+	})
+	return removed
+}
+
 func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response) {
 	if !nearable(method, resp) {
 		return

@@ -15,10 +15,11 @@ import (
 )
 
 // Replicator is the client half of replication: it implements api.Peers
-// and api.Placement, and gives the engine its OnStore, Owns, Recover and
-// OnInvalidate hooks; it also serves the invalidations other nodes send
-// (ServeInvalidate). New does no I/O; Start runs the push workers and the hand-off
-// loop; Close stops them and is safe to call twice.
+// and api.Placement, and gives the engine its OnStore, Owns, Recover,
+// OnInvalidate and OnPurge (Purge) hooks; it also serves the invalidations
+// other nodes send (ServeInvalidate). New does no I/O; Start runs the push
+// workers and the hand-off loop; Close stops them and is safe to call
+// twice.
 type Replicator struct {
 	cfg     Config
 	log     *slog.Logger

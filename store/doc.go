@@ -16,6 +16,9 @@
 //     (a late replication push, a hand-off, a recovered copy) is stored or
 //     served again, while a fetch after the write is kept as usual. Keys are
 //     NUL-separated paths: a tombstone covers its key and every key below it.
+//     [Cache.Purge] is an operator's removal of keys (a URL, or a whole
+//     route): the same tombstones, and the entries below them freed at once
+//     by a walk over the cache.
 //   - [Group], the in-flight map: concurrent fetches of one key collapse into
 //     one run of the fetch function, whether the first caller is a client's
 //     miss ([Group.Do]) or a background refresh ([Group.Start]).

@@ -30,8 +30,8 @@ type call struct {
 	cancel     context.CancelFunc
 	start      time.Time
 	deadline   time.Time
-	host       string
-	hostKey    string            // hostkey.Of(URL): what caps and pauses are keyed by
+	host       string            // URL.Host, for errors and the retry log line
+	hostKey    string            // hostkey.Of(URL): what caps, pauses and the Observer know a host by
 	transport  http.RoundTripper // the route's (see Config.RouteTLS)
 	hl         *hostLimiter
 	replayable bool
@@ -66,7 +66,7 @@ func (k *call) run() (*Response, error) {
 		case reason == "":
 			return k.finish(res, err, n)
 		case err != nil && k.budgetCtx.Err() != nil && k.queueSpentBudget():
-			return nil, &LimitedError{Host: k.host, Cap: capQueue, Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
+			return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
 		case err != nil && k.budgetCtx.Err() != nil:
 			// The attempt ran into the budget deadline itself.
 			return k.finish(last, fmt.Errorf("%w: attempt %d: %v", ErrBudget, n, err), n)
@@ -124,13 +124,13 @@ func (k *call) attempt() (*Response, error) {
 	if err := k.holdForPause(); err != nil {
 		return nil, err
 	}
-	if err := k.c.admit(k.budgetCtx, k.host, k.hl); err != nil {
+	if err := k.c.admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
 		return nil, err
 	}
 	defer k.c.release(k.hl)
 	k.sent(time.Since(queued))
-	k.c.obs.InFlight(k.host, 1)
-	defer k.c.obs.InFlight(k.host, -1)
+	k.c.obs.InFlight(k.hostKey, 1)
+	defer k.c.obs.InFlight(k.hostKey, -1)
 
 	ctx, cancel := k.attemptCtx()
 	defer cancel()
@@ -141,7 +141,7 @@ func (k *call) attempt() (*Response, error) {
 	if res != nil {
 		status = res.Status
 	}
-	k.c.obs.Attempt(k.req.Route, k.host, status, err, time.Since(t0))
+	k.c.obs.Attempt(k.req.Route, k.hostKey, status, err, time.Since(t0))
 	k.notePause(res)
 	return res, err
 }
@@ -293,7 +293,7 @@ func (k *call) policyWait(reason string) time.Duration {
 
 // report writes the retry's log line and observer hook.
 func (k *call) report(n int, res *Response, err error, reason string, wait, retryAfter time.Duration) {
-	k.c.obs.RetryWait(k.req.Route, k.host, reason, wait)
+	k.c.obs.RetryWait(k.req.Route, k.hostKey, reason, wait)
 	status, id := 0, ""
 	if res != nil {
 		status, id = res.Status, requestID(res.Header)

@@ -47,6 +47,7 @@ const minLimitedRetryAfter = time.Second
 // ErrLimited (errors.Is). Nothing was sent for that attempt. Observer.Limited
 // counts these by Cap.
 type LimitedError struct {
+	// Host is the host's key (hostkey.Of), as in the caps' metrics.
 	Host string
 	// Cap names the cap that refused: "host slot", "host token",
 	// "global slot", "queue" or "node fetches" (Config.MaxCalls).

@@ -87,7 +87,9 @@ func (r *Response) RetryAfter(now time.Time) (time.Duration, bool) {
 }
 
 // Observer receives metrics hooks; implementations must be safe for
-// concurrent use and must not block.
+// concurrent use and must not block. Every host is the host's key
+// (hostkey.Of: "https://api.example.com:443"), the form the caps, the
+// pauses and the job queue know a host by, so that their series join.
 type Observer interface {
 	// Attempt reports every attempt; status is 0 on a network error.
 	Attempt(route, host string, status int, err error, d time.Duration)
@@ -205,7 +207,7 @@ func (c *Client) Do(ctx context.Context, req *Request) (*Response, error) {
 	}
 	defer k.cancel()
 	if !c.calls.enter() {
-		err := &LimitedError{Host: k.host, Cap: capCalls, Err: errCallCap}
+		err := &LimitedError{Host: k.hostKey, Cap: capCalls, Err: errCallCap}
 		k.trace(err)
 		return nil, err
 	}

@@ -300,3 +300,40 @@ func TestTheRetryLogLineSaysUntilWhenTheHostIsPaused(t *testing.T) {
 		}
 	})
 }
+
+// TestSetHostsReloadsTheCapsOfHostsAlreadyCalled: new cluster-wide caps
+// take effect at once for a host already called, at the current share; a
+// host the table drops goes back to the defaults; a bad table changes
+// nothing.
+func TestSetHostsReloadsTheCapsOfHostsAlreadyCalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &script{steps: []step{{status: 200, delay: 100 * time.Millisecond}}}
+		c := newClient(t, Config{Transport: s, Hosts: map[string]Limits{apiHost: {Inflight: 6, Rate: math.Inf(1)}}})
+		oneHost := func(int) string { return "https://api.example/x" }
+		if err := errors.Join(doConcurrently(t, c, 12, oneHost, Limits{})...); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetHosts(map[string]Limits{apiHost: {Inflight: 3, Rate: math.Inf(1)}}, 0); err != nil {
+			t.Fatal(err)
+		}
+		s.peak = 0
+		if err := errors.Join(doConcurrently(t, c, 12, oneHost, Limits{})...); err != nil {
+			t.Fatal(err)
+		}
+		if s.peak != 3 {
+			t.Fatalf("after the reload: peak %d, want the new 3", s.peak)
+		}
+		if err := c.SetHosts(map[string]Limits{"not a url": {}}, 0); err == nil {
+			t.Fatal("a bad table was accepted")
+		}
+		if got := c.NodeLimits(apiHost).Inflight; got != 3 {
+			t.Fatalf("after a refused reload: inflight %d, want 3 kept", got)
+		}
+		if err := c.SetHosts(nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.NodeLimits(apiHost), DefaultLimits(); got.Inflight != want.Inflight {
+			t.Fatalf("a host no longer listed: %+v, want the defaults %+v", got, want)
+		}
+	})
+}

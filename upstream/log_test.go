@@ -51,7 +51,7 @@ func TestRetryLogLines(t *testing.T) {
 		if want := []string{"5xx", "retry-after", "network"}; !slices.Equal(obs.reasons, want) {
 			t.Errorf("observed reasons %v, want %v", obs.reasons, want)
 		}
-		if obs.inflight["api.example:8443"] != 0 || obs.peak != 1 {
+		if obs.inflight["https://api.example:8443"] != 0 || obs.peak != 1 {
 			t.Errorf("in-flight gauge %v peak %d, want back to 0 after peak 1", obs.inflight, obs.peak)
 		}
 	})

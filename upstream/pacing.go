@@ -42,7 +42,7 @@ func (k *call) holdForPause() error {
 		return nil
 	}
 	if until.After(k.deadline) || k.req.Fallback {
-		return &LimitedError{Host: k.host, Cap: capPaused, RetryAfter: wait, Err: errPaused}
+		return &LimitedError{Host: k.hostKey, Cap: capPaused, RetryAfter: wait, Err: errPaused}
 	}
 	return sleep(k.budgetCtx, k.spread(wait))
 }

@@ -118,3 +118,36 @@ func validHosts(hosts map[string]Limits) error {
 	}
 	return nil
 }
+
+// SetHosts replaces the cluster-wide caps (a reload of hosts: and
+// upstream.max_inflight): the hosts' table and the global in-flight
+// total (0: the default). Each host already called takes its new caps at once, at the
+// current share (a host the table no longer lists goes back to the
+// defaults); slots held and tokens spent are kept, as with SetShare.
+// hosts is checked as Config.Hosts is; nothing changes on an error.
+func (c *Client) SetHosts(hosts map[string]Limits, globalInflight int) error {
+	if err := validHosts(hosts); err != nil {
+		return err
+	}
+	if globalInflight < 0 {
+		return fmt.Errorf("upstream: GlobalInflight %d < 0", globalInflight)
+	}
+	if globalInflight == 0 {
+		globalInflight = DefaultConfig().GlobalInflight
+	}
+	table := hostTable(hosts)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.table, c.globalTotal = table, globalInflight
+	c.global.resize(perNode(globalInflight, c.share))
+	for key, h := range c.hosts {
+		total, ok := table[key]
+		if !ok {
+			total = DefaultLimits()
+		}
+		h.total = total
+		h.setShare(c.share)
+	}
+	c.log.Info("upstream caps reloaded", "hosts", len(table), "global_inflight", globalInflight)
+	return nil
+}

@@ -103,11 +103,11 @@ func (k *call) queueSpentBudget() bool {
 func (k *call) trace(err error) {
 	why := k.refusal(err)
 	if why != "" {
-		k.c.obs.Refused(k.req.Route, k.host, why)
+		k.c.obs.Refused(k.req.Route, k.hostKey, why)
 	}
 	var le *LimitedError
 	if errors.As(err, &le) && why != RefusedCancelled { // a wait the caller cut is no cap's refusal
-		k.c.obs.Limited(k.req.Route, k.host, le.Cap)
+		k.c.obs.Limited(k.req.Route, k.hostKey, le.Cap)
 	}
 	if k.req.Trace == nil {
 		return

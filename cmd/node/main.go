@@ -27,21 +27,15 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	return runTo(args, getenv, os.Stdout, stderr)
 }
 
-// runTo is run with the standard output injected (tests read it).
+// runTo is run with the standard output injected (tests read it): a
+// command when the first argument names one, else a node.
 func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "health":
-			return health(args[1:], stderr)
-		case "leave":
-			return leaveCmd(args[1:], getenv, stdout, stderr)
-		case "remove":
-			return removeCmd(args[1:], getenv, stdout, stderr)
-		case "recover":
-			return recoverCmd(args[1:], getenv, stdout, stderr)
-		case "secret":
-			return secretCmd(args[1:], stdout, stderr)
+	e := cliEnv{getenv: getenv, stdout: stdout, stderr: stderr}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if c, ok := findCommand(args[0]); ok {
+			return c.run(args[1:], e)
 		}
+		return unknownCommand(args[0], e)
 	}
 	cfg, err := loadConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -51,15 +45,31 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "levee: %v\n", err)
 		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: logLevel(getenv("LEVEE_LOG_LEVEL"))}))
+	level := new(slog.LevelVar)
+	level.Set(levelOf(cfg, getenv))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serve(ctx, cfg, log)
+	return serve(ctx, cfg, log, node.Options{
+		Logger:     log,
+		LoadConfig: func() (*config.Config, error) { return loadConfig(args, getenv, io.Discard) },
+		OnReload:   func(next *config.Config) { level.Set(levelOf(next, getenv)) },
+	})
 }
 
-// serve runs a node until ctx ends, then shuts it down in order.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
-	n, err := node.New(cfg, node.Options{Logger: log})
+// levelOf is the log level: LEVEE_LOG_LEVEL when set, else node.log_level.
+func levelOf(cfg *config.Config, getenv func(string) string) slog.Level {
+	if v := getenv("LEVEE_LOG_LEVEL"); v != "" {
+		return logLevel(v)
+	}
+	return logLevel(cfg.Node.LogLevel)
+}
+
+// serve runs a node until ctx ends, then shuts it down in order. SIGHUP
+// reloads the config (node.Reload): what it cannot apply is logged and
+// the running config kept.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, opts node.Options) int {
+	n, err := node.New(cfg, opts)
 	if err != nil {
 		log.Error("cannot build node", "err", err)
 		return 1
@@ -69,9 +79,21 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
 		n.Close()
 		return 1
 	}
-	select {
-	case <-ctx.Done():
-	case <-n.Left(): // POST /-/leave gave up the Raft seat: stop
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-n.Left(): // POST /-/leave gave up the Raft seat: stop
+			break wait
+		case <-hup:
+			if err := n.ReloadFromSource(); err != nil {
+				log.Error("SIGHUP: config not reloaded; the running one stays", "err", err)
+			}
+		}
 	}
 	log.Info("shutting down", "node", cfg.Node.Name)
 	if err := n.Close(); err != nil {
@@ -86,6 +108,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger) int {
 func loadConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
 	fs := flag.NewFlagSet("levee", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\nFlags of a node:\n", topUsage())
+		fs.PrintDefaults()
+	}
 	return loadConfigWith(fs, args, getenv, nil)
 }
 
@@ -154,29 +180,36 @@ func logLevel(s string) slog.Level {
 	return l
 }
 
-// health is the container healthcheck: exit 0 when the node answers ready.
-func health(args []string, stderr io.Writer) int {
+const healthUsage = `usage: levee health [-url URL] [-timeout 3s]
+
+The container healthcheck: asks URL (default
+http://127.0.0.1:8080/-/readyz) and succeeds when it answers 200.
+
+  -url URL      readiness URL to check
+  -timeout 3s   how long to wait for an answer
+
+Exit codes: 0 ready, 1 anything else (not ready, or no answer: a
+healthcheck knows only healthy and unhealthy), 2 usage.
+`
+
+// healthCmd is the container healthcheck: exit 0 when the node answers ready.
+func healthCmd(args []string, e cliEnv) int {
 	fs := flag.NewFlagSet("levee health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, healthUsage) }
 	url := fs.String("url", "http://127.0.0.1:8080/-/readyz", "readiness URL to check")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for an answer")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return usageCode(err)
 	}
-	// One request from a short-lived process: no connection is kept alive,
-	// so nothing lingers behind the answer (and the shared default
-	// transport's pool is left alone).
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DisableKeepAlives = true
-	client := &http.Client{Timeout: *timeout, Transport: tr}
-	resp, err := client.Get(*url)
+	resp, err := newHTTPClient(*timeout).Get(*url)
 	if err != nil {
-		fmt.Fprintf(stderr, "levee health: %v\n", err)
+		fmt.Fprintf(e.stderr, "levee health: %v\n", err)
 		return 1
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "levee health: %s answered %s\n", *url, resp.Status)
+		fmt.Fprintf(e.stderr, "levee health: %s answered %s\n", *url, resp.Status)
 		return 1
 	}
 	return 0

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/levee/levee/internal/testutil"
+	"github.com/levee/levee/node"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
@@ -218,7 +219,7 @@ func TestServe(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // a signal already arrived: start, then shut down in order
-	if code := serve(ctx, cfg, log); code != 0 {
+	if code := serve(ctx, cfg, log, node.Options{Logger: log}); code != 0 {
 		t.Fatalf("serve exit code = %d, want 0", code)
 	}
 
@@ -228,7 +229,7 @@ func TestServe(t *testing.T) {
 	}
 	defer busy.Close()
 	cfg.Node.HTTP = busy.Addr().String()
-	if code := serve(context.Background(), cfg, log); code != 1 {
+	if code := serve(context.Background(), cfg, log, node.Options{Logger: log}); code != 1 {
 		t.Fatalf("serve on a busy port: exit code = %d, want 1", code)
 	}
 }

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/node"
@@ -22,23 +17,21 @@ import (
 // seat; these are the explicit, permanent ways out, and recover is the way
 // back in when a configuration no majority agrees on wedged the cluster.
 
-const leaveUsage = `usage: levee leave [-addr URL] [-token-file FILE]
+const leaveUsage = `usage: levee leave [-addr HOST:PORT] [-token-file FILE] [-json]
 
 Removes the node at -addr from the cluster's Raft configuration for good,
 then stops it (it also leaves gossip). Use it when a node is retired, not
 for a restart: a stopped node keeps its seat and comes back by itself.
 Needs the admin token (LEVEE_ADMIN_TOKEN, or -token-file).
-Exit codes: 0 left, 1 refused or failed, 2 usage.
-`
+` + adminFlagsText + exitCodesText
 
-const removeUsage = `usage: levee remove [-addr URL] [-token-file FILE] NODE
+const removeUsage = `usage: levee remove [-addr HOST:PORT] [-token-file FILE] [-json] NODE
 
 Asks the node at -addr to remove NODE, a member that is dead or stopped,
 from the Raft configuration for good (the cluster no longer waits for it
 in its quorum). A member gossip sees alive is refused: run levee leave on
 it instead. Needs the admin token (LEVEE_ADMIN_TOKEN, or -token-file).
-Exit codes: 0 removed, 1 refused or failed, 2 usage.
-`
+` + adminFlagsText + exitCodesText
 
 const recoverUsage = `usage: levee recover -config FILE -voters n1=HOST:PORT,n2=HOST:PORT,...
 
@@ -50,124 +43,43 @@ of them with the SAME -voters, then start them all. See docs/runbook.md.
 Exit codes: 0 recovered, 1 failed, 2 usage.
 `
 
-// adminClient is the part of the CLI that talks to a node's admin API.
-type adminClient struct {
-	addr  string
-	token string
-	http  *http.Client
-}
-
-// adminFlags registers -addr and -token-file on fs; call done after Parse.
-func adminFlags(fs *flag.FlagSet, getenv func(string) string) func() (*adminClient, error) {
-	addr := fs.String("addr", envOr(getenv, "LEVEE_ADDR", "http://127.0.0.1:8080"), "node to ask (env LEVEE_ADDR)")
-	tokenFile := fs.String("token-file", "", "file holding the admin token (default: env LEVEE_ADMIN_TOKEN)")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the answer")
-	return func() (*adminClient, error) {
-		token := getenv("LEVEE_ADMIN_TOKEN")
-		if *tokenFile != "" {
-			b, err := os.ReadFile(*tokenFile)
-			if err != nil {
-				return nil, err
-			}
-			token = strings.TrimSpace(string(b))
-		}
-		if token == "" {
-			return nil, errors.New("no admin token: set LEVEE_ADMIN_TOKEN or pass -token-file")
-		}
-		base := strings.TrimRight(*addr, "/")
-		if !strings.Contains(base, "://") {
-			base = "http://" + base
-		}
-		return &adminClient{addr: base, token: token, http: &http.Client{Timeout: *timeout}}, nil
-	}
-}
-
-func envOr(getenv func(string) string, key, def string) string {
-	if v := getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-// do sends an admin call and returns the decoded JSON answer, or the
-// problem's title and detail as an error.
-func (c *adminClient) do(method, path string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(context.Background(), method, c.addr+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("%s %s answered %s with no JSON body", method, path, resp.Status)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %v", resp.Status, out["detail"])
-	}
-	return out, nil
-}
-
-// cliCommand parses args for a one-call admin command.
-func cliCommand(name, usage string, args []string, getenv func(string) string, stderr io.Writer, nargs int) (*adminClient, []string, int) {
-	fs := flag.NewFlagSet("levee "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	client := adminFlags(fs, getenv)
-	if err := fs.Parse(args); err != nil {
-		return nil, nil, usageCode(err)
-	}
-	if fs.NArg() != nargs {
-		fmt.Fprint(stderr, usage)
-		return nil, nil, 2
-	}
-	c, err := client()
-	if err != nil {
-		fmt.Fprintf(stderr, "levee %s: %v\n", name, err)
-		return nil, nil, 2
-	}
-	return c, fs.Args(), 0
-}
-
-func usageCode(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	return 2
-}
-
-func leaveCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c, _, code := cliCommand("leave", leaveUsage, args, getenv, stderr, 0)
-	if c == nil {
+func leaveCmd(args []string, e cliEnv) int {
+	c := newAdminCmd("leave", leaveUsage, e)
+	cl, _, code, ok := c.parse(args, true, nil)
+	if !ok {
 		return code
 	}
-	out, err := c.do(http.MethodPost, "/-/leave")
+	var out struct{ Node string }
+	raw, err := cl.getJSON(http.MethodPost, "/-/leave", nil, &out)
 	if err != nil {
-		fmt.Fprintf(stderr, "levee leave: %v\n", err)
-		return 1
+		return c.fail(err)
 	}
-	fmt.Fprintf(stdout, "%v left the cluster and is stopping\n", out["node"])
-	return 0
+	if *c.json {
+		return c.printJSON(raw)
+	}
+	fmt.Fprintf(e.stdout, "%s left the cluster and is stopping\n", out.Node)
+	return exitOK
 }
 
-func removeCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c, rest, code := cliCommand("remove", removeUsage, args, getenv, stderr, 1)
-	if c == nil {
+func removeCmd(args []string, e cliEnv) int {
+	c := newAdminCmd("remove", removeUsage, e)
+	cl, rest, code, ok := c.parse(args, true, oneArg("NODE"))
+	if !ok {
 		return code
 	}
-	if _, err := c.do(http.MethodDelete, "/-/cluster/members/"+url.PathEscape(rest[0])); err != nil {
-		fmt.Fprintf(stderr, "levee remove: %v\n", err)
-		return 1
+	raw, err := cl.call(http.MethodDelete, "/-/cluster/members/"+url.PathEscape(rest[0]), nil)
+	if err != nil {
+		return c.fail(err)
 	}
-	fmt.Fprintf(stdout, "%s removed from the raft configuration\n", rest[0])
-	return 0
+	if *c.json {
+		return c.printJSON(raw)
+	}
+	fmt.Fprintf(e.stdout, "%s removed from the raft configuration\n", rest[0])
+	return exitOK
 }
 
-func recoverCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func recoverCmd(args []string, e cliEnv) int {
+	getenv, stdout, stderr := e.getenv, e.stdout, e.stderr
 	fs := flag.NewFlagSet("levee recover", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, recoverUsage) }

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee/levee/node"
 )
 
 // fakeAdmin answers one admin path like a node would, and records the call.
@@ -157,7 +159,9 @@ func runNode(t *testing.T, path string) (stop func()) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	go func() {
+		done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), node.Options{Logger: slog.New(slog.DiscardHandler)})
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !leads(cfg.Node.HTTP) {
 		if time.Now().After(deadline) {

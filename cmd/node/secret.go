@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
-	"io"
 )
 
 const secretUsage = `usage: levee secret [-env]
@@ -26,13 +25,14 @@ Exit codes: 0 printed, 2 usage.
 const secretBytes = 32
 
 // secretCmd is `levee secret`.
-func secretCmd(args []string, stdout, stderr io.Writer) int {
+func secretCmd(args []string, e cliEnv) int {
+	stdout, stderr := e.stdout, e.stderr
 	fs := flag.NewFlagSet("levee secret", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, secretUsage) }
 	asEnv := fs.Bool("env", false, "print LEVEE_CLUSTER_SECRET and LEVEE_CLUSTER_ADMIN_TOKEN lines")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return usageCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "levee secret: unexpected argument %q\n%s", fs.Arg(0), secretUsage)
