@@ -217,25 +217,44 @@ func servedFromCache(r proxy.Result) bool {
 	return r == proxy.Hit || r == proxy.Stale || r == proxy.Revalidated
 }
 
-// cacheStatus renders the RFC 9211 Cache-Status header.
+// cacheStatus renders the RFC 9211 Cache-Status header: hit or forward
+// (§2.1–2.3), with a stored answer's remaining freshness in seconds
+// (ttl, §2.5) and "collapsed" (§2.6) when the answer was another
+// request's fetch this one waited for.
 func cacheStatus(node string, resp *proxy.Response) string {
-	name := "levee-" + node
+	b := make([]byte, 0, 96)
+	b = append(b, "levee-"...)
+	b = append(b, node...)
 	switch resp.Result {
 	case proxy.Hit:
+		b = append(b, "; hit"...)
 		if resp.Detail != "" { // where a non-owner's hit came from: near-cache, replica
-			return name + "; hit; detail=" + resp.Detail
+			b = append(b, "; detail="...)
+			b = append(b, resp.Detail...)
 		}
-		return name + "; hit"
 	case proxy.Stale:
 		detail := resp.Detail
 		if detail == "" {
 			detail = "stale-while-revalidate"
 		}
-		return name + "; hit; detail=" + detail
+		b = append(b, "; hit; detail="...)
+		b = append(b, detail...)
 	case proxy.Revalidated:
-		return name + "; fwd=stale; fwd-status=304; stored"
+		b = append(b, "; fwd=stale; fwd-status=304; stored"...)
 	case proxy.Miss:
-		return fmt.Sprintf("%s; fwd=uri-miss; fwd-status=%d; stored", name, resp.Status)
+		b = append(b, "; fwd=uri-miss; fwd-status="...)
+		b = strconv.AppendInt(b, int64(resp.Status), 10)
+		b = append(b, "; stored"...)
+	default:
+		b = append(b, "; fwd=bypass; fwd-status="...)
+		b = strconv.AppendInt(b, int64(resp.Status), 10)
 	}
-	return fmt.Sprintf("%s; fwd=bypass; fwd-status=%d", name, resp.Status)
+	if resp.FreshFor > 0 {
+		b = append(b, "; ttl="...)
+		b = strconv.AppendInt(b, int64(resp.FreshFor/time.Second), 10)
+	}
+	if resp.Collapsed {
+		b = append(b, "; collapsed"...)
+	}
+	return string(b)
 }

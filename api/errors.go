@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -179,6 +180,13 @@ func clusterProblem(err error) problemKind {
 	return fixed(http.StatusInternalServerError, "internal error", "this node failed to serve the request; its log has the cause")
 }
 
+// problemType is the problem's type URI: one per kind, named by its
+// title, listed in the README ("Problem types"); clients switch on it
+// rather than parse titles.
+func problemType(title string) string {
+	return "urn:levee:problem:" + strings.ReplaceAll(title, " ", "-")
+}
+
 // Fixed details shared by more than one kind.
 const (
 	detailOutcomeUnknown = "the node that owns this request did not answer and it was not run again here, " +
@@ -227,7 +235,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail 
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"type":     "about:blank",
+		"type":     problemType(k.title),
 		"title":    k.title,
 		"status":   k.status,
 		"detail":   detail,

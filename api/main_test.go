@@ -160,7 +160,7 @@ func checkProblem(t *testing.T, status int, h http.Header, body io.Reader, want 
 	if err := json.NewDecoder(body).Decode(&p); err != nil {
 		t.Fatalf("problem body: %v", err)
 	}
-	if p.Status != want || p.Title == "" || p.Type != "about:blank" {
+	if p.Status != want || p.Title == "" || p.Type != problemType(p.Title) || !strings.HasPrefix(p.Type, "urn:levee:problem:") {
 		t.Fatalf("problem body = %+v, want status %d with a title", p, want)
 	}
 	return p

@@ -112,6 +112,11 @@ type Config struct {
 	AdminToken string
 	// Observer gets request outcomes. Default nil.
 	Observer Observer
+	// AccessLog is the share of requests logged one JSON line each
+	// ("access": request id, method, path, status, X-Cache result, owner,
+	// bytes, duration, remote address): 0 none, 1 all, between a random
+	// sample; every 5xx is logged whenever it is above 0. Default 0.
+	AccessLog float64
 	// Logger gets request errors. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -130,6 +135,8 @@ type Server struct {
 	appAdmin http.Handler
 	// adminPort serves ListenAdmin's port.
 	adminPort http.Handler
+	// ids makes request ids for requests without a usable X-Request-Id.
+	ids *requestIDs
 	// adminToken is Config.AdminToken until SetAdminToken replaces it.
 	adminToken atomic.Pointer[string]
 }
@@ -150,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, routes: append([]RouteInfo(nil), cfg.Routes...)}
 	s.SetAdminToken(cfg.AdminToken)
+	s.ids = newRequestIDs()
 	for _, rt := range s.routes {
 		if isAdminPath(rt.Prefix) || !strings.HasPrefix(rt.Prefix, "/") {
 			return nil, fmt.Errorf("api: route %q prefix %q collides with admin paths", rt.Name, rt.Prefix)
@@ -157,7 +165,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	sort.Slice(s.routes, func(i, j int) bool { return len(s.routes[i].Prefix) > len(s.routes[j].Prefix) })
 	s.admin = s.adminMux()
-	s.appAdmin, s.adminPort = s.admin, s.adminPortMux()
+	s.appAdmin = s.admin
+	ports := s.adminPortMux()
+	s.adminPort = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.traced(w, r, ports.ServeHTTP) })
 	if cfg.AdminSeparate {
 		s.appAdmin = s.appPortMux()
 	}
@@ -178,8 +188,12 @@ func (s *Server) SetAdminToken(token string) { s.adminToken.Store(&token) }
 func (s *Server) Handle(pattern string, h http.Handler) { s.admin.Handle(pattern, h) }
 
 // ServeHTTP is the app port: the data plane, and the admin endpoints
-// AdminSeparate leaves there.
+// AdminSeparate leaves there, each request traced (see traced).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.traced(w, r, s.serveApp)
+}
+
+func (s *Server) serveApp(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(r.RequestURI, "/") && isAdminPath(r.URL.Path) {
 		s.appAdmin.ServeHTTP(w, r)
 		return

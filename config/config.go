@@ -3,6 +3,7 @@ package config
 import (
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -74,6 +75,10 @@ type Node struct {
 	LeaveOnTerminate bool `yaml:"leave_on_terminate"`
 	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// AccessLog says which requests get an "access" log line (JSON, with
+	// the request id): off, all, or a fraction such as 0.01 for a random
+	// sample; every 5xx is logged unless it is off. Default off.
+	AccessLog string `yaml:"access_log"`
 	// LogLevel is the lowest level logged: debug, info, warn or error.
 	// Default info. A reload applies it; LEVEE_LOG_LEVEL, when set,
 	// overrides it.
@@ -421,6 +426,7 @@ func Default() *Config {
 			DataDir:         dataDirFor(name),
 			ShutdownTimeout: Duration(10 * time.Second),
 			LogLevel:        "info",
+			AccessLog:       "off",
 			MaxHeaderBytes:  32 << 10,
 			MaxRequestBody:  1 << 20,
 			ReadTimeout:     Duration(10 * time.Second),
@@ -501,3 +507,16 @@ func defaultNodeName() string {
 
 // dataDirFor is the default data directory of the node called name.
 func dataDirFor(name string) string { return "./data/" + name }
+
+// AccessLogShare is node.access_log as the share of requests logged: 0
+// for off, 1 for all, else the fraction. Validate has checked it.
+func (n Node) AccessLogShare() float64 {
+	switch n.AccessLog {
+	case "off", "":
+		return 0
+	case "all":
+		return 1
+	}
+	f, _ := strconv.ParseFloat(n.AccessLog, 64)
+	return f
+}

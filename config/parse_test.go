@@ -77,7 +77,7 @@ func referenceDefaults(name string) Config {
 	return Config{
 		Node: Node{
 			Name: name, HTTP: "127.0.0.1:8080", DataDir: "./data/" + name,
-			ShutdownTimeout: Duration(10 * time.Second), LogLevel: "info", MaxHeaderBytes: 32768, MaxRequestBody: 1048576,
+			ShutdownTimeout: Duration(10 * time.Second), LogLevel: "info", AccessLog: "off", MaxHeaderBytes: 32768, MaxRequestBody: 1048576,
 			ReadTimeout: Duration(10 * time.Second), WriteTimeout: Duration(40 * time.Second), IdleTimeout: Duration(2 * time.Minute),
 			MaxConnections: 1024, MaxInflightFetches: 512,
 		},

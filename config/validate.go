@@ -71,6 +71,7 @@ func (v *validator) node(n *Node) {
 	v.positive("node.shutdown_timeout", n.ShutdownTimeout)
 	v.nonNegative("node.drain_delay", n.DrainDelay)
 	v.check(slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel), "node.log_level", "must be debug, info, warn or error")
+	v.check(validAccessLog(n.AccessLog), "node.access_log", "must be off, all, or a fraction in (0, 1]")
 	v.check(n.DrainDelay < n.ShutdownTimeout, "node.drain_delay", "must be < node.shutdown_timeout")
 	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
@@ -244,4 +245,13 @@ func unspecifiedHost(host string) bool {
 
 func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func validAccessLog(s string) bool {
+	switch s {
+	case "off", "all", "":
+		return true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && f > 0 && f <= 1
 }

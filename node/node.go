@@ -242,7 +242,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		Node: n.cfg.Node.Name, Routes: routecfg.Infos(n.cfg), Engine: n.engine,
 		Breakers: admin, Metrics: n.metrics.Handler(),
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
-		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now,
+		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now, AccessLog: n.cfg.Node.AccessLogShare(),
 		Ready: n.ready, Status: n.status, AdminSeparate: n.cfg.Node.Admin != "",
 		Purge: n.engine,
 	}

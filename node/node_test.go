@@ -30,7 +30,8 @@ func TestMissThenHit(t *testing.T) {
 	h.clock.Advance(500 * time.Millisecond)
 	hit := h.get("/comments/stories/1?a=1", nil)
 	hit.expect(t, http.StatusOK, "HIT")
-	if hit.header.Get("Age") != "0" || hit.header.Get("Cache-Status") != "levee-n1; hit" {
+	// 0.5 s of the 1 s window is left: ttl, in whole seconds, says 0.
+	if hit.header.Get("Age") != "0" || hit.header.Get("Cache-Status") != "levee-n1; hit; ttl=0" {
 		t.Fatalf("HIT headers: %v", hit.header)
 	}
 	if string(hit.body) != string(first.body) {

@@ -81,9 +81,16 @@ func TestWaitersGetOnlyReusableAnswers(t *testing.T) {
 				if n := rg.calls(); n != tc.wantCalls {
 					t.Fatalf("upstream calls = %d, want %d", n, tc.wantCalls)
 				}
+				if out[0].Collapsed {
+					t.Fatal("the leader, which fetched, says collapsed")
+				}
+				shared := tc.wantCalls == 1
 				for i, resp := range out[1:] {
 					if string(resp.Body) != tc.wantBody || resp.Status != 200 {
 						t.Fatalf("waiter %d got %d %q, want 200 %q", i, resp.Status, resp.Body, tc.wantBody)
+					}
+					if resp.Collapsed != shared { // Cache-Status "collapsed": it waited on the leader's fetch
+						t.Fatalf("waiter %d collapsed %v, want %v", i, resp.Collapsed, shared)
 					}
 				}
 			})

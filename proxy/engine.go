@@ -237,9 +237,11 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 	if asked.resp != nil {
 		return asked.resp, nil
 	}
-	f, err := e.fetchCoalesced(ctx, rt, r, pkey, ent)
+	f, collapsed, err := e.fetchCoalesced(ctx, rt, r, pkey, ent)
 	if err == nil && !f.failed {
-		return e.fromFlight(f), nil
+		resp := e.fromFlight(f)
+		resp.Collapsed = collapsed
+		return resp, nil
 	}
 	// A node serving a key it does not own (its owner unreachable) first
 	// asks the replicas for a newer copy, so a client that read a newer
@@ -268,28 +270,32 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 // whose answer could not be shared is remembered for rt.HitForMiss, and
 // meanwhile its requests call the upstream at once instead of queueing
 // behind a flight they could not use (Varnish's hit-for-miss).
-func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (*flight, error) {
+//
+// collapsed says the answer is another request's fetch, which this one
+// waited for (RFC 9211 §2.6, Cache-Status "collapsed").
+func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (f *flight, collapsed bool, err error) {
 	fkey := flightKey(rt, pkey, r.Header)
 	if e.hfm.active(fkey, e.cfg.Now()) {
 		f, err := e.fetch(ctx, rt, r, pkey, old)
 		if err == nil {
 			e.remember(rt, fkey, f)
 		}
-		return f, err
+		return f, false, err
 	}
 	// One flight per URL (primary key), whatever variant the caller wants:
 	// a joiner that needs another variant fetches it in fetchUnshared.
 	f, err, shared := e.flights.Do(ctx, fkey, e.fetchOnce(rt, r, pkey, old))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !shared {
 		e.remember(rt, fkey, f)
 	}
 	if !shared || f.reusableFor(r.Header) {
-		return f, nil
+		return f, shared, nil
 	}
-	return e.fetchUnshared(ctx, rt, r, pkey, old, f)
+	f, err = e.fetchUnshared(ctx, rt, r, pkey, old, f)
+	return f, false, err
 }
 
 // refresh starts the one background revalidation of a stale entry, unless a

@@ -168,7 +168,10 @@ type Response struct {
 	Detail   string        // Cache-Status detail, e.g. "stale-if-error"
 	Stored   bool          // the answer was (re)stored in the cache
 	FreshFor time.Duration // how much longer the cached answer stays fresh; 0 if stale or not cached
-	Attempts int           // upstream attempts this request's fetch made (0 = none)
+	// Collapsed: the answer is another request's fetch, which this one
+	// waited for instead of calling the upstream itself.
+	Collapsed bool
+	Attempts  int // upstream attempts this request's fetch made (0 = none)
 }
 
 // cacheable reports whether the method's answers may be cached at all.
