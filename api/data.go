@@ -167,6 +167,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	for k, v := range cleanHeader(resp.Header, true) {
 		h[k] = v
 	}
+	// The answer names this request's id, not the one the upstream sent
+	// (or sent to whoever fetched a cached answer).
+	h.Set("X-Request-Id", r.Header.Get("X-Request-Id"))
 	h.Set("X-Cache", string(resp.Result))
 	cacheName := s.cfg.Node
 	if owner != "" {

@@ -18,6 +18,7 @@ import (
 // the answer names.
 func TestEveryAnswerCarriesARequestID(t *testing.T) {
 	eng := &fakeEngine{resp: okResponse()}
+	eng.resp.Header.Set("X-Request-Id", "the-upstreams-own-id") // never echoed as this request's
 	s := newTestServer(t, eng, nil)
 	w := serve(t, s, request(http.MethodGet, "/comments/a", "", "X-Request-Id", "client-id-42"))
 	if got := w.Header().Get("X-Request-Id"); got != "client-id-42" || eng.requests()[0].Header.Get("X-Request-Id") != "client-id-42" {
