@@ -3,7 +3,6 @@ package config
 import (
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -29,102 +28,6 @@ type Config struct {
 	Queue Queue `yaml:"queue"`
 	// Routes maps path prefixes to upstreams; at least one is required.
 	Routes []Route `yaml:"routes"`
-}
-
-// Node is this node's identity and listen addresses.
-type Node struct {
-	// Name identifies the node in gossip, raft and logs. Default: the host
-	// name, or "levee" when that is unusable. Letters, digits, '.', '_', '-'.
-	Name string `yaml:"name"`
-	// HTTP is the host:port serving app servers and admin endpoints.
-	// Default "127.0.0.1:8080"; port 0 picks a free port.
-	HTTP string `yaml:"http"`
-	// Admin is a second host:port, for operators only, serving the admin
-	// endpoints (/metrics, /-/cluster, /-/breakers, /-/leave, ...); HTTP
-	// then answers those 404 and keeps the data plane, /-/healthz,
-	// /-/readyz and node-to-node messages. Default "": HTTP serves the
-	// admin endpoints too. Port 0 picks a free port. Must differ from
-	// HTTP, Gossip and Raft.
-	Admin string `yaml:"admin"`
-	// DataDir holds raft state. Default "./data/<name>"; it follows a name
-	// changed by Set for as long as it is still that default.
-	DataDir string `yaml:"data_dir"`
-	// Gossip is the memberlist bind host:port. Default "": single node, no
-	// cluster. Port 0 picks a free port.
-	Gossip string `yaml:"gossip"`
-	// Raft is the raft bind host:port. Default "": no raft.
-	Raft string `yaml:"raft"`
-	// Advertise is the host (no port) other nodes use to reach this one.
-	// Default "": the bind host. Required when Raft binds 0.0.0.0 or ::.
-	Advertise string `yaml:"advertise"`
-	// Join lists gossip seeds as host:port: a YAML list, or one
-	// comma-separated string as Set takes it. Default none. Needs Gossip.
-	Join []string `yaml:"join"`
-	// BootstrapExpect is how many raft voters to wait for before
-	// bootstrapping. Default 0, meaning 1 when Raft is set (see
-	// EffectiveBootstrapExpect). Above 0 needs Raft, above 1 needs Gossip.
-	BootstrapExpect int `yaml:"bootstrap_expect"`
-	// LeaveOnTerminate makes SIGTERM/SIGINT a permanent leave: the node
-	// removes itself from the Raft configuration before it stops, as
-	// `levee leave` does. Default false: a stop keeps the node's Raft seat,
-	// so a whole-cluster restart comes back with the same voters. Set it
-	// only for fleets that replace nodes instead of restarting them, and
-	// never stop more than a minority of such nodes at once: removals that
-	// race while most of the cluster stops can leave configurations no
-	// majority agrees on.
-	LeaveOnTerminate bool `yaml:"leave_on_terminate"`
-	// ShutdownTimeout bounds a graceful shutdown. Default 10s.
-	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
-	// AccessLog says which requests get an "access" log line (JSON, with
-	// the request id): off, all, or a fraction such as 0.01 for a random
-	// sample; every 5xx is logged unless it is off. Default off.
-	AccessLog string `yaml:"access_log"`
-	// LogLevel is the lowest level logged: debug, info, warn or error.
-	// Default info. A reload applies it; LEVEE_LOG_LEVEL, when set,
-	// overrides it.
-	LogLevel string `yaml:"log_level"`
-	// DrainDelay is how long a graceful stop answers /-/readyz with 503
-	// while still serving, before it leaves: time for a load balancer's
-	// health checks to take the node out. Default 0s: /-/readyz still
-	// turns 503 before the node leaves, with no wait.
-	DrainDelay Duration `yaml:"drain_delay"`
-	// MaxHeaderBytes caps a request's header size. Default 32KiB.
-	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
-	// MaxRequestBody caps a request body read from a client. Default 1MiB.
-	MaxRequestBody ByteSize `yaml:"max_request_body"`
-	// ReadTimeout bounds reading one whole request, headers and body, on
-	// node.http: a client (or peer) sending slowly is cut off. Default 10s;
-	// > 0.
-	ReadTimeout Duration `yaml:"read_timeout"`
-	// WriteTimeout bounds one request from the end of its headers to the
-	// last byte of its answer: reading the body, serving it (a forward, or
-	// a fetch within the route's retry budget) and writing the answer to a
-	// slow reader. Default 40s; at least ReadTimeout +
-	// cluster.forward_timeout + 5s, or a slow upstream still within its
-	// budget would have its answer cut off.
-	WriteTimeout Duration `yaml:"write_timeout"`
-	// IdleTimeout closes a keep-alive connection idle this long. Default
-	// 2m; > 0.
-	IdleTimeout Duration `yaml:"idle_timeout"`
-	// MaxConnections caps the connections open on node.http at once, app
-	// servers', peers' and admin callers' together; more wait in the
-	// listen backlog until one closes. Default 1024; >= 1.
-	MaxConnections int `yaml:"max_connections"`
-	// MaxInflightFetches caps the upstream fetches (logical calls, retries
-	// and their waits included) in flight on this node, counting
-	// background refreshes and fetches whose client went away; a fetch
-	// over it is refused at once with 503 and Retry-After. Default 512;
-	// >= 1.
-	MaxInflightFetches int `yaml:"max_inflight_fetches"`
-}
-
-// EffectiveBootstrapExpect returns BootstrapExpect, with the default 0 read
-// as 1 when raft is enabled.
-func (n *Node) EffectiveBootstrapExpect() int {
-	if n.BootstrapExpect == 0 && n.Raft != "" {
-		return 1
-	}
-	return n.BootstrapExpect
 }
 
 // Cluster holds the settings every node of a cluster must agree on.
@@ -507,16 +410,3 @@ func defaultNodeName() string {
 
 // dataDirFor is the default data directory of the node called name.
 func dataDirFor(name string) string { return "./data/" + name }
-
-// AccessLogShare is node.access_log as the share of requests logged: 0
-// for off, 1 for all, else the fraction. Validate has checked it.
-func (n Node) AccessLogShare() float64 {
-	switch n.AccessLog {
-	case "off", "":
-		return 0
-	case "all":
-		return 1
-	}
-	f, _ := strconv.ParseFloat(n.AccessLog, 64)
-	return f
-}
