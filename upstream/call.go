@@ -121,10 +121,7 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 // attempt sends the request once under the caps.
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
-	if err := k.holdForPause(); err != nil {
-		return nil, err
-	}
-	if err := k.c.admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
+	if err := k.admitUnpaused(); err != nil {
 		return nil, err
 	}
 	defer k.c.release(k.hl)

@@ -47,6 +47,27 @@ func (k *call) holdForPause() error {
 	return sleep(k.budgetCtx, k.spread(wait))
 }
 
+// admitUnpaused holds the attempt for the host's pause, then takes its
+// caps (admit), and checks the pause again: one that began while the
+// attempt waited for a slot or a token (a 429 answered to another call
+// meanwhile) is waited out too, the slot given back, so no attempt that
+// queued behind the caps reaches a host that has just asked for a pause.
+// The jepsen retry-after checker caught such a call 360 ms into a pause.
+func (k *call) admitUnpaused() error {
+	for {
+		if err := k.holdForPause(); err != nil {
+			return err
+		}
+		if err := k.c.admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
+			return err
+		}
+		if k.pausedUntil().IsZero() {
+			return nil
+		}
+		k.c.release(k.hl)
+	}
+}
+
 // spread adds to a wait for a pause's end a random part of a quarter of
 // it, up to a second (within the budget): the calls a pause held do not
 // all reach the host in its first instant (docs/benchmarks.md, "A 429

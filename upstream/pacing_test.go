@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"sync"
 	"testing"
@@ -106,5 +107,39 @@ func TestACallerWithAStaleCopyIsNotHeldByAPause(t *testing.T) {
 	_, err := c.Do(t.Context(), r)
 	if !errors.Is(err, ErrLimited) || s.attempts() != 0 || time.Since(start) > 500*time.Millisecond {
 		t.Fatalf("err %v after %v, %d attempts: want a fast refusal, so the caller serves its copy", err, time.Since(start), s.attempts())
+	}
+}
+
+// TestAPauseThatBeginsWhileAnAttemptWaitsForItsSlotHoldsItToo: a call
+// queued behind the host's in-flight cap when another call's answer pauses
+// the host does not go out when the slot frees: it waits for the pause's
+// end first.
+func TestAPauseThatBeginsWhileAnAttemptWaitsForItsSlotHoldsItToo(t *testing.T) {
+	p := newFakePacing()
+	s := &script{steps: []step{{status: 200, delay: 300 * time.Millisecond}, status(200)}}
+	c := newClient(t, Config{Transport: s, Pacing: p, Hosts: map[string]Limits{"http://api.example.com": {Inflight: 1, Rate: math.Inf(1)}}})
+	call := func() error {
+		r := getReq(t, "http://api.example.com/x")
+		r.Retry = Retry{MaxAttempts: 1, Budget: 5 * time.Second}
+		_, err := c.Do(context.Background(), r)
+		return err
+	}
+	first := make(chan error, 1)
+	go func() { first <- call() }()
+	for s.attempts() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	second := make(chan error, 1)
+	go func() { second <- call() }() // queues behind the first's slot
+	time.Sleep(100 * time.Millisecond)
+	end := time.Now().Add(500 * time.Millisecond)
+	p.mu.Lock()
+	p.until["http://api.example.com:80"] = end // a 429 elsewhere, while the second waits
+	p.mu.Unlock()
+	if err := errors.Join(<-first, <-second); err != nil {
+		t.Fatal(err)
+	}
+	if sent := s.times[1]; sent.Before(end) {
+		t.Fatalf("the queued call went out %v before the pause ended", end.Sub(sent))
 	}
 }
