@@ -13,10 +13,21 @@ import (
 func TestOperatorSeriesFollowTheCluster(t *testing.T) {
 	t.Parallel()
 	c := newTestCluster(t, 3)
+	// A follower may not have heard the leader yet when the cluster has
+	// converged (a loaded machine): wait for the leader series, then read.
+	c.waitFor(20*time.Second, "every node to know a leader and a quorum", func() bool {
+		for _, i := range c.running() {
+			body := scrapeNode(t, c.nodes[i])
+			if sampleValue(t, body, "levee_raft_has_leader") != 1 || sampleValue(t, body, "levee_raft_quorum_ok") != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	for _, i := range c.running() {
 		body := scrapeNode(t, c.nodes[i])
 		for series, want := range map[string]float64{
-			"levee_raft_has_leader": 1, "levee_raft_quorum_ok": 1, "levee_raft_voters": 3,
+			"levee_raft_voters":                    3,
 			`levee_cluster_members{state="alive"}`: 3, `levee_cluster_members{state="dead"}`: 0,
 			`levee_cluster_members{state="suspect"}`: 0, `levee_cluster_members{state="left"}`: 0,
 		} {
