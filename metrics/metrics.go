@@ -268,3 +268,11 @@ func (m *Metrics) NearCacheLookup(result string) { m.NearCache.WithLabelValues(r
 func (m *Metrics) ForwardOutcome(owner, outcome string) {
 	m.Forwarded.WithLabelValues(owner, outcome).Inc()
 }
+
+// Bool is a gauge's value for b: 1 or 0.
+func Bool(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

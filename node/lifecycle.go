@@ -90,13 +90,6 @@ func listenConfig(c config.Node) api.ListenConfig {
 		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
 }
 
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // HTTPAddr is the address the API listens on.
 func (n *Node) HTTPAddr() string {
 	if n.http == nil {

@@ -350,21 +350,13 @@ func (n *Node) registerGauges() {
 			return out
 		})
 	if n.jobs != nil {
-		n.jobs.gauges(n)
+		n.jobs.runner.Gauges(n.metrics, n.opts.Now)
 	}
 	if n.cluster != nil {
-		memberGauges(n.metrics, n.cluster.ml)
+		n.cluster.ml.Gauges(n.metrics)
 	}
-	if r := n.raft; r != nil {
-		raftGauges(n.metrics, r.Node)
-		n.metrics.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
-			func() float64 { return boolGauge(r.Node.Damaged() != nil) })
-		n.metrics.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
-			func() float64 { return float64(r.Node.Stats().ApplyErrors) })
-		n.metrics.CounterFunc("levee_breaker_guard_fallbacks_total", "Calls the local guard breaker decided because a committed breaker proposal failed.",
-			func() float64 { return float64(r.Breaker.Fallbacks()) })
-		n.metrics.CounterFunc("levee_raft_legacy_entries_total", "Untagged (pre-mux format) Raft log entries applied here.",
-			func() float64 { return float64(r.Mux.Stats().LegacyEntries) })
+	if n.raft != nil {
+		n.raft.Gauges(n.metrics)
 	}
 }
 

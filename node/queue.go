@@ -1,11 +1,7 @@
 package node
 
 import (
-	"context"
-	"time"
-
 	"github.com/levee/levee/config"
-	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/queue"
 	"github.com/levee/levee/routecfg"
 )
@@ -15,8 +11,6 @@ import (
 type jobsPart struct {
 	svc    *queue.Service
 	runner *queue.Runner
-	cancel context.CancelCauseFunc
-	done   chan struct{}
 }
 
 // newJobs builds the queue over the control plane's log. serve is the
@@ -51,59 +45,15 @@ func queueMachine(cfg *config.Config) queue.StateMachine {
 		Bounds: queue.Bounds{MaxJobs: cfg.Queue.MaxJobs, MaxBytes: cfg.Queue.MaxBytes.Int64()}}
 }
 
+// start and stop are the runner's, on a node with a queue.
 func (j *jobsPart) start() {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	j.cancel, j.done = cancel, make(chan struct{})
-	go func() {
-		defer close(j.done)
-		j.runner.Run(ctx)
-	}()
+	if j != nil {
+		j.runner.Start()
+	}
 }
 
-// stop ends delivery. Gracefully, an attempt in flight is cut off and
-// its job handed back at once (counted as an attempt: it may have reached
-// the upstream, and goes again with the same Idempotency-Key); a crash
-// commits nothing, so the job waits for its lease to end, as after a
-// kill.
 func (j *jobsPart) stop(graceful bool) {
-	if j == nil || j.cancel == nil {
-		return
+	if j != nil {
+		j.runner.Stop(graceful)
 	}
-	cause := context.Canceled
-	if !graceful {
-		cause = queue.ErrAbandoned
-	}
-	j.cancel(cause)
-	<-j.done
-}
-
-// gauges registers the queue's depth, bytes and oldest job.
-func (j *jobsPart) gauges(n *Node) {
-	n.metrics.SamplesGaugeFunc("levee_queue_jobs", "Jobs held in the durable queue, by upstream host and state (queued, delayed, running, done, dead), as this node applied them.",
-		[]string{"host", "state"}, func() []metrics.Sample {
-			var out []metrics.Sample
-			for host, byState := range j.svc.Table.Stats().Depth {
-				for st, c := range byState {
-					out = append(out, metrics.Sample{Labels: []string{host, string(st)}, Value: float64(c)})
-				}
-			}
-			return out
-		})
-	n.metrics.GaugeFunc("levee_queue_bytes", "Bytes the durable queue holds (request bodies, kept answers), against queue.max_bytes.",
-		func() float64 { return float64(j.svc.Table.Stats().Bytes) })
-	n.metrics.GaugeFunc("levee_queue_oldest_job_age_seconds", "Age of the oldest job not yet done or dead; 0 when there is none.",
-		func() float64 {
-			if at := j.svc.Table.Stats().OldestQueued; at > 0 {
-				return max(0, n.opts.Now().Sub(time.Unix(0, at)).Seconds())
-			}
-			return 0
-		})
-	n.metrics.LabeledGaugeFunc("levee_queue_inflight", "Job attempts in flight from this node (the delivering node: the Raft leader), by upstream host.",
-		"host", func() map[string]float64 {
-			out := map[string]float64{}
-			for h, c := range j.runner.InFlight() {
-				out[h] = float64(c)
-			}
-			return out
-		})
 }

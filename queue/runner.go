@@ -86,6 +86,9 @@ type Runner struct {
 	perHost map[string]int
 	buckets map[string]*rate.Limiter
 	wg      sync.WaitGroup
+
+	stop context.CancelCauseFunc // set by Start
+	done chan struct{}           // closed when Start's Run returns
 }
 
 // NewRunner returns a Runner for cfg.

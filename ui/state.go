@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"github.com/levee/levee/metrics"
 	"maps"
 	"math"
 	"slices"
@@ -79,21 +80,8 @@ type Host struct {
 	// PausedUntil is the end of the host's Retry-After pause, zero when
 	// not paused.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
-	// Attempts counts upstream attempts; Throttled429 and Throttled503 the
-	// ones the host answered 429 or 503.
-	Attempts     float64 `json:"attempts"`
-	Throttled429 float64 `json:"throttled_429"`
-	Throttled503 float64 `json:"throttled_503"`
-	// RetryWaits and RetryWaitSeconds are the count and sum of the waits
-	// before retries (backoff and Retry-After).
-	RetryWaits       float64 `json:"retry_waits"`
-	RetryWaitSeconds float64 `json:"retry_wait_seconds"`
-	// CapWaits and CapWaitSeconds are the count and sum of the waits for
-	// Levee's own caps (in-flight slots, rate tokens); Limited counts the
-	// calls those caps refused.
-	CapWaits       float64 `json:"cap_waits"`
-	CapWaitSeconds float64 `json:"cap_wait_seconds"`
-	Limited        float64 `json:"limited"`
+	// HostCounters are this node's counters of the host.
+	metrics.HostCounters
 	// Jobs counts the host's jobs by state; nil without a queue.
 	Jobs map[queue.State]int `json:"jobs,omitempty"`
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"encoding/json"
+	"github.com/levee/levee/metrics"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -37,8 +38,8 @@ func source() Source {
 		},
 		History: h,
 		Hosts: func() []Host {
-			return []Host{{Host: "api.example:443", PausedUntil: t0.Add(30 * time.Second), Attempts: 10, Throttled429: 3, Throttled503: 4,
-				RetryWaits: 2, RetryWaitSeconds: 1}}
+			return []Host{{Host: "api.example:443", PausedUntil: t0.Add(30 * time.Second), HostCounters: metrics.HostCounters{Attempts: 10, Throttled429: 3, Throttled503: 4,
+				RetryWaits: 2, RetryWaitSeconds: 1}}}
 		},
 		Queue: func() queue.Stats {
 			return queue.Stats{Jobs: 3, Bytes: 2048, OldestQueued: t0.Add(-90 * time.Second).UnixNano(),
