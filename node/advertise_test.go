@@ -15,7 +15,7 @@ func TestMembersAdvertiseTheAdvertiseHost(t *testing.T) {
 	c := newTestCluster(t, 1, func(_ int, cfg *config.Config) {
 		cfg.Node.HTTP, cfg.Node.Raft, cfg.Node.Advertise = "0.0.0.0:0", "0.0.0.0:0", "127.0.0.1"
 	})
-	m, ok := c.nodes[0].cluster.ml.Member(c.nodes[0].Name())
+	m, ok := c.nodes[0].cluster.Membership.Member(c.nodes[0].Name())
 	if !ok {
 		t.Fatal("the node does not see itself")
 	}

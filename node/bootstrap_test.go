@@ -33,7 +33,7 @@ func addNamedNode(c *testCluster, name string, nodeOpts func(i int, o *Options))
 // flag of every alive member.
 func bootstrapFlags(c *testCluster, i int) map[string]bool {
 	flags := map[string]bool{}
-	for _, m := range c.nodes[i].cluster.ml.Members() {
+	for _, m := range c.nodes[i].cluster.Membership.Members() {
 		if m.State == cluster.Alive {
 			flags[m.Name] = m.Bootstrapped
 		}

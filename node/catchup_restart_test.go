@@ -135,7 +135,7 @@ func waitRings(c *testCluster) {
 	live := c.running()
 	c.waitFor(15*time.Second, "rings to converge", func() bool {
 		for _, i := range live {
-			if len(c.nodes[i].cluster.ring.Members()) != len(live) {
+			if len(c.nodes[i].cluster.Ring.Members()) != len(live) {
 				return false
 			}
 		}

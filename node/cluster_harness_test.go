@@ -103,7 +103,7 @@ func (c *testCluster) start(i int) {
 	cfg.Node.Join = nil
 	for j, other := range c.nodes {
 		if j != i && other != nil {
-			cfg.Node.Join = append(cfg.Node.Join, other.cluster.ml.GossipAddr())
+			cfg.Node.Join = append(cfg.Node.Join, other.cluster.Membership.GossipAddr())
 		}
 	}
 	opts := c.opts
@@ -158,7 +158,7 @@ func (c *testCluster) waitConverged() {
 		leader := ""
 		for _, i := range live {
 			n := c.nodes[i]
-			if len(n.cluster.ring.Members()) != len(live) {
+			if len(n.cluster.Ring.Members()) != len(live) {
 				return false
 			}
 			if n.raft != nil {
@@ -252,7 +252,7 @@ func (c *testCluster) ownerOf(i int, path, tenant string) int {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	owner, _ := n.cluster.ring.Owner(key)
+	owner, _ := n.cluster.Ring.Owner(key)
 	for j, cfg := range c.cfgs {
 		if cfg.Node.Name == owner {
 			return j

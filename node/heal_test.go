@@ -51,7 +51,7 @@ func TestHealRestartedOwnerRecoversFromReplica(t *testing.T) {
 	c.waitFor(20*time.Second, "the restarted owner to own the key on every ring", func() bool {
 		readAll()
 		for _, i := range c.running() {
-			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
+			if len(c.nodes[i].cluster.Ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
 				return false
 			}
 		}
@@ -148,7 +148,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 	// the forward fails and the third node serves the key itself.
 	newer := fallbackFetch(t, c, up, third, orig)
 	c.waitFor(5*time.Second, "the entry to enter the hand-off set", func() bool {
-		return c.nodes[third].cluster.rep.Pending() >= 2 // Vary marker and variant
+		return c.nodes[third].cluster.Replicator.Pending() >= 2 // Vary marker and variant
 	})
 	c.waitConverged()
 	fetched := time.Now()
@@ -158,7 +158,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 			return false
 		}
 		for _, i := range c.running() {
-			if len(c.nodes[i].cluster.ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
+			if len(c.nodes[i].cluster.Ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
 				return false
 			}
 		}

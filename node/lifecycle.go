@@ -51,11 +51,11 @@ func (n *Node) startCluster(ctx context.Context) error {
 	if err := n.startRaft(ctx); err != nil {
 		return err
 	}
-	n.jobs.start()                 // delivers only while this node leads
+	n.jobs.Start()                 // delivers only while this node leads
 	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
 	switch {
 	case n.cluster != nil:
-		if err := n.cluster.start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
+		if err := n.cluster.Start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
 			return err
 		}
 		n.raft.Gossip.StartPublishing()
@@ -144,7 +144,7 @@ func (n *Node) close(graceful bool) error {
 		if n.raft != nil {
 			n.raft.Gossip.StopPublishing() // before gossip changes under it
 		}
-		n.jobs.stop(graceful) // before leadership moves: hands its jobs back
+		n.jobs.Stop(graceful) // before leadership moves: hands its jobs back
 		if graceful {
 			n.announceStop()
 		}
@@ -161,7 +161,7 @@ func (n *Node) close(graceful bool) error {
 			n.internal.Close()
 		}
 		if n.cluster != nil {
-			n.cluster.close()
+			n.cluster.Close()
 		}
 		n.upstream.Close()
 		n.cache.Close()
@@ -187,7 +187,7 @@ func (n *Node) drainReadiness() {
 // add it straight back as a voter.
 func (n *Node) announceStop() {
 	if n.cluster != nil {
-		n.cluster.leave()
+		n.cluster.Leave()
 	}
 	if n.raft == nil {
 		return

@@ -112,7 +112,7 @@ func ownersOf(c *testCluster, i, n int) []string {
 		if err != nil {
 			c.t.Fatal(err)
 		}
-		out[k], _ = node.cluster.ring.Owner(key)
+		out[k], _ = node.cluster.Ring.Owner(key)
 	}
 	return out
 }

@@ -19,11 +19,11 @@ import (
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/connmux"
 	"github.com/levee/levee/control"
+	"github.com/levee/levee/mesh"
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/pacing"
-	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
-	"github.com/levee/levee/replica"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/routecfg"
 	"github.com/levee/levee/store"
 	"github.com/levee/levee/ui"
@@ -85,9 +85,9 @@ type Node struct {
 	routeHost func(route string) (host string, ok bool)
 	engine    *proxy.Engine
 	api       *api.Server
-	cluster   *clusterPart         // nil on a single node
+	cluster   *mesh.Mesh           // nil on a single node
 	raft      *control.Plane       // nil without node.raft
-	jobs      *jobsPart            // the job queue; nil without node.raft
+	jobs      *queue.Part          // the job queue; nil without node.raft
 	persist   *cachefile.Keeper    // nil without cache.persist
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
@@ -137,7 +137,8 @@ func (n *Node) wire() error {
 		}
 	}
 	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = newClusterPart(n.cfg, n.opts, n.identity, n.metrics, n.cache, n.log); err != nil {
+		if n.cluster, err = mesh.New(n.cfg, mesh.Deps{Identity: n.identity, Gossip: n.opts.Timings.Gossip, Handoff: n.opts.Timings.Handoff,
+			WrapTransport: n.opts.WrapPeerTransport, Observer: n.metrics, Tombstones: n.cache, Now: n.opts.Now, Logger: n.log}); err != nil {
 			return err
 		}
 	}
@@ -182,7 +183,7 @@ func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
 	}
 	n.pauses = n.raft.Pauser
 	if n.cluster != nil { // after the ring and replication, which subscribed first
-		n.cluster.ml.Subscribe(func(cluster.Event) { n.raft.Gossip.Reconcile() })
+		n.cluster.Membership.Subscribe(func(cluster.Event) { n.raft.Gossip.Reconcile() })
 	}
 	return n.raft, n.raft.Proposer, nil
 }
@@ -203,7 +204,7 @@ func (n *Node) wireUpstream() error {
 		return err
 	}
 	if n.cluster != nil { // the caps are cluster-wide: this node takes its share of the live members'
-		n.cluster.ml.Subscribe(func(cluster.Event) { n.upstream.SetShare(n.cluster.live()) })
+		n.cluster.Membership.Subscribe(func(cluster.Event) { n.upstream.SetShare(n.cluster.Live()) })
 	}
 	return nil
 }
@@ -218,7 +219,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 		Breaker: gate, Observer: n.metrics, Logger: n.log.With("subsystem", "proxy"), Now: n.opts.Now,
 	}
 	if n.cluster != nil {
-		rep := n.cluster.rep
+		rep := n.cluster.Replicator
 		pc.OnStore, pc.Recover, pc.Owns = rep.OnStore, rep.Recover, rep.Owns
 		pc.OnInvalidate, pc.OnPurge = rep.OnInvalidate, rep.Purge
 	}
@@ -247,10 +248,10 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		Purge: n.engine,
 	}
 	if n.cluster != nil {
-		ac.Peers = n.cluster.rep
+		ac.Peers = n.cluster.Replicator
 	}
 	if n.raft != nil {
-		ac.Seats, ac.Jobs = n.seats(), n.jobs.svc
+		ac.Seats, ac.Jobs = n.seats(), n.jobs.Service
 	}
 	ac.Reload = n.ReloadFromSource
 	var err error
@@ -279,9 +280,7 @@ func (n *Node) listenInternal() error {
 	}
 	pc := api.PeerConfig{Sender: clustertls.NameOf}
 	if n.cluster != nil {
-		srv := replica.NewServer(n.engine, n.metrics)
-		pc.Endpoints = []api.PeerEndpoint{{Path: peer.PathReplicate, Serve: srv.ServeReplicate}, {Path: peer.PathLookup, Serve: srv.ServeLookup}}
-		pc.Endpoints = append(pc.Endpoints, api.PeerEndpoint{Path: peer.PathInvalidate, Serve: n.cluster.rep.ServeInvalidate})
+		pc.Endpoints = n.cluster.PeerEndpoints(n.engine, n.metrics)
 	}
 	if n.raft != nil {
 		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
@@ -306,7 +305,7 @@ func (n *Node) ready() error {
 		}
 	}
 	if n.cluster != nil {
-		return n.cluster.ready()
+		return n.cluster.Ready()
 	}
 	return nil
 }
@@ -315,9 +314,9 @@ func (n *Node) ready() error {
 type Status = api.ClusterStatus
 
 func (n *Node) status() api.ClusterStatus {
-	st := Status{Node: n.cfg.Node.Name, HTTP: advertised(n.cfg.Node.Advertise, n.HTTPAddr())}
+	st := Status{Node: n.cfg.Node.Name, HTTP: n.cfg.Node.Advertised(n.HTTPAddr())}
 	if n.cluster != nil {
-		st.Members = n.cluster.status()
+		st.Members = n.cluster.Status()
 	}
 	if len(st.Members) == 0 {
 		st.Members = []cluster.MemberStatus{{Name: n.cfg.Node.Name, State: "alive", HTTP: n.HTTPAddr(), Share: 1}}
@@ -329,31 +328,17 @@ func (n *Node) status() api.ClusterStatus {
 	return st
 }
 
+// registerGauges has each part register its own series.
 func (n *Node) registerGauges() {
-	n.metrics.GaugeFunc("levee_cache_entries", "Entries in the cache.", func() float64 { return float64(n.cache.Stats().Entries) })
-	n.metrics.GaugeFunc("levee_cache_bytes", "Weight of the cache's entries in bytes.", func() float64 { return float64(n.cache.Stats().Bytes) })
-	n.metrics.GaugeFunc("levee_cache_capacity_bytes", "The weight the cache holds before it evicts (cache.max_bytes).", func() float64 { return float64(n.cfg.Cache.MaxBytes.Int64()) })
-	n.metrics.CounterFunc("levee_cache_evictions_total", "Entries evicted by size pressure; expiry and removals do not count.", func() float64 { return float64(n.cache.Stats().Evictions) })
-	n.metrics.GaugeFunc("levee_fetches_inflight", "Upstream fetches in flight (after coalescing).", func() float64 { return float64(n.engine.InFlight()) })
-	n.metrics.GaugeFunc("levee_upstream_calls_inflight", "Logical upstream calls in flight, retries and their waits included: what node.max_inflight_fetches caps.",
-		func() float64 { return float64(n.upstream.InFlightCalls()) })
-	n.metrics.GaugeFunc("levee_upstream_share_members", "Live members the cluster-wide upstream caps (hosts:, upstream.max_inflight) are divided among: this node applies 1/N of each.",
-		func() float64 { return float64(n.upstream.Share()) })
-	n.metrics.GaugeFunc("levee_cache_tombstones", "Tombstones of writes held (bounded; each ends after its documented time).", func() float64 { return float64(n.cache.Stats().Tombstones) })
-	n.metrics.CounterFunc("levee_cache_tombstones_evicted_total", "Tombstones dropped before their end because the bound was reached.", func() float64 { return float64(n.cache.Stats().TombstonesEvicted) })
-	n.metrics.LabeledGaugeFunc("levee_upstream_host_paused_until_seconds", "When each paused upstream host's pause ends (unix seconds): a Retry-After it answered, held by every node.",
-		"host", func() map[string]float64 {
-			out := map[string]float64{}
-			for h, until := range n.pauses.Paused() {
-				out[h] = float64(until.UnixNano()) / 1e9
-			}
-			return out
-		})
+	n.cache.Gauges(n.metrics)
+	n.engine.Gauges(n.metrics)
+	n.upstream.Gauges(n.metrics)
+	n.pauses.Gauges(n.metrics)
 	if n.jobs != nil {
-		n.jobs.runner.Gauges(n.metrics, n.opts.Now)
+		n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
 	}
 	if n.cluster != nil {
-		n.cluster.ml.Gauges(n.metrics)
+		n.cluster.Membership.Gauges(n.metrics)
 	}
 	if n.raft != nil {
 		n.raft.Gauges(n.metrics)
@@ -365,7 +350,7 @@ func (n *Node) seats() control.Seats {
 	s := control.Seats{Self: n.cfg.Node.Name, Raft: n.raft.Node, Logger: n.log,
 		Left: func() { n.leftOnce.Do(func() { close(n.left) }) }}
 	if n.cluster != nil {
-		s.LeaveGossip, s.Member = n.cluster.leave, n.cluster.ml.Member
+		s.LeaveGossip, s.Member = n.cluster.Leave, n.cluster.Membership.Member
 	}
 	return s
 }

@@ -92,7 +92,7 @@ func placementOf(c *testCluster, path, tenant string) (owner, replica int) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	reps := n.cluster.ring.Replicas(key, 2)
+	reps := n.cluster.Ring.Replicas(key, 2)
 	if len(reps) != 2 {
 		c.t.Fatalf("placement of %s: %v", path, reps)
 	}

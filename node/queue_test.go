@@ -500,7 +500,7 @@ func TestASingleNodeWithRaftKeepsItsJobsAcrossARestart(t *testing.T) {
 	u.open()
 	h = r.start()
 	waitFor(t, "the job done after the restart", func() bool {
-		j, ok := h.node.jobs.svc.Job(body.ID)
+		j, ok := h.node.jobs.Service.Job(body.ID)
 		return ok && j.State == queue.Done
 	})
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,7 +32,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
 	}
 	pc := control.Config{
-		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: n.reload.routeSettings, Hosts: hosts, RouteHost: n.routeHost, Queue: queueMachine(n.cfg), Now: n.opts.Now,
+		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: n.reload.routeSettings, Hosts: hosts, RouteHost: n.routeHost, Queue: routecfg.QueueMachine(n.cfg), Now: n.opts.Now,
 		CatchUpGrace: n.opts.Timings.CatchUpGrace, PublishPoll: n.opts.Timings.PublishPoll,
 		OnCommit:  func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
 		OnLeader:  n.metrics.LeaderChanges.Inc,
@@ -41,22 +40,16 @@ func (n *Node) newControl() (*control.Plane, error) {
 		Logger:    cc.Logger,
 	}
 	if c := n.cluster; c != nil {
-		pc.Peers, pc.LeaderAddr = c.client, c.peerAddr
-		pc.Members, pc.SetBootstrapped = c.ml.Members, c.ml.SetBootstrapped
+		pc.Peers, pc.LeaderAddr = c.Client, c.PeerAddr
+		pc.Members, pc.SetBootstrapped = c.Membership.Members, c.Membership.SetBootstrapped
 	}
 	return control.New(pc)
 }
 
-// consensusConfig is consensus.Config from the node's configuration and
-// options.
+// consensusConfig is control.Consensus with what the options add: the
+// timings, in-memory stores and a test transport.
 func consensusConfig(cfg *config.Config, opts Options, log *slog.Logger) consensus.Config {
-	cc := consensus.DefaultConfig()
-	cc.NodeID, cc.BindAddr, cc.DataDir = cfg.Node.Name, cfg.Node.Raft, cfg.Node.DataDir
-	if cfg.Node.Advertise != "" {
-		cc.AdvertiseAddr = advertised(cfg.Node.Advertise, cfg.Node.Raft)
-	}
-	cc.BootstrapExpect = cfg.Node.EffectiveBootstrapExpect()
-	cc.DeadAfter, cc.StabilizationTime = cfg.Cluster.DeadAfter.D(), cfg.Cluster.StabilizationTime.D()
+	cc := control.Consensus(cfg)
 	cc.Timings, cc.ReconcileInterval, cc.ContactLimit = opts.Timings.Raft, opts.Timings.RaftReconcile, opts.Timings.ContactLimit
 	cc.InMemory, cc.Logger = opts.RaftInMemory, log
 	if opts.RaftTransport != nil {
@@ -81,18 +74,4 @@ func clusterIdentity(cfg *config.Config) (*clustertls.Identity, error) {
 		return nil, fmt.Errorf("cluster.secret / cluster.trusted_secrets: %w", err)
 	}
 	return id, nil
-}
-
-// RecoverRaft rewrites the Raft configuration in cfg's data dir to exactly
-// voters, keeping the committed state (`levee recover`). The node must be
-// stopped; run it on every node of the cluster with the same voters, then
-// start them all. See control.Recover and docs/runbook.md.
-func RecoverRaft(cfg *config.Config, voters []consensus.Peer, log *slog.Logger) error {
-	if cfg.Node.Raft == "" {
-		return errors.New("node.raft is not set: this node has no Raft state to recover")
-	}
-	cc := consensusConfig(cfg, Options{Timings: DefaultTimings()}, log)
-	// Recover opens no listener; the bind address only has to be valid.
-	cc.BindAddr, cc.AdvertiseAddr = "127.0.0.1:0", ""
-	return control.Recover(cc, voters)
 }

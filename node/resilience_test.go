@@ -160,7 +160,7 @@ func replicaOf(c *testCluster, owner int) int {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	reps := n.cluster.ring.Replicas(key, 2)
+	reps := n.cluster.Ring.Replicas(key, 2)
 	if len(reps) != 2 {
 		c.t.Fatalf("replicas of the key: %v", reps)
 	}
@@ -189,7 +189,7 @@ func TestANodeWithAnotherSecretIsKeptOut(t *testing.T) {
 	cfg := testConfig(t, c.upURL)
 	cfg.Node.Name, cfg.Node.Gossip, cfg.Node.Raft, cfg.Cluster.Secret = "rogue", "127.0.0.1:0", "127.0.0.1:0", "some-other-secret"
 	for _, i := range c.running() {
-		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.ml.GossipAddr())
+		cfg.Node.Join = append(cfg.Node.Join, c.nodes[i].cluster.Membership.GossipAddr())
 	}
 	rogue, err := New(cfg, Options{Logger: quietLogger(t).With("test_node", "rogue"), Timings: fastTimings()})
 	if err != nil {
@@ -199,7 +199,7 @@ func TestANodeWithAnotherSecretIsKeptOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rogue.Close() })
-	c.waitFor(5*time.Second, "the rogue node to see itself", func() bool { return rogue.cluster.ready() == nil })
+	c.waitFor(5*time.Second, "the rogue node to see itself", func() bool { return rogue.cluster.Ready() == nil })
 
 	// A negative: watch through several rejoin intervals (500 ms) that it
 	// never gets in, in either direction.
@@ -207,16 +207,16 @@ func TestANodeWithAnotherSecretIsKeptOut(t *testing.T) {
 	for time.Now().Before(watchUntil) {
 		for _, i := range c.running() {
 			n := c.nodes[i]
-			if got := n.cluster.ring.Members(); len(got) != 3 {
+			if got := n.cluster.Ring.Members(); len(got) != 3 {
 				t.Fatalf("node %d ring = %v, want the 3 cluster nodes only", i, got)
 			}
-			for _, m := range n.cluster.ml.Members() {
+			for _, m := range n.cluster.Membership.Members() {
 				if m.Name == "rogue" {
 					t.Fatalf("node %d sees the rogue node as %s", i, m.State)
 				}
 			}
 		}
-		if got := rogue.cluster.ring.Members(); len(got) != 1 {
+		if got := rogue.cluster.Ring.Members(); len(got) != 1 {
 			t.Fatalf("rogue ring = %v, want only itself", got)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -225,7 +225,7 @@ func TestANodeWithAnotherSecretIsKeptOut(t *testing.T) {
 	fr := &peer.ForwardRequest{Route: "comments", Method: http.MethodGet, Path: "stories/7/comments",
 		Header: map[string][]string{"X-Tenant": {hotTenant}}}
 	internal := c.nodes[0].internal.Addr().String()
-	_, err = rogue.cluster.client.Forward(context.Background(), internal, fr)
+	_, err = rogue.cluster.Client.Forward(context.Background(), internal, fr)
 	if !errors.Is(err, peer.ErrNotSent) {
 		t.Fatalf("rogue forward: err = %v, want ErrNotSent (refused in the handshake)", err)
 	}

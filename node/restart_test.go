@@ -16,6 +16,7 @@ import (
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/demoupstream"
 )
 
@@ -333,7 +334,7 @@ func TestLeaveAndRemoveAreExplicit(t *testing.T) {
 
 	c.crash(2)
 	c.waitFor(restartBound, "n3 dead in n2's gossip", func() bool {
-		m, ok := c.nodes[1].cluster.ml.Member("n3")
+		m, ok := c.nodes[1].cluster.Membership.Member("n3")
 		return ok && m.State == cluster.Dead
 	})
 	if st := c.retryUnavailable(http.MethodDelete, 1, "/-/cluster/members/n3"); st != http.StatusOK {
@@ -374,7 +375,7 @@ func TestRecoverUnwedgesLostQuorum(t *testing.T) {
 		return strings.HasPrefix(c.raftProblem(0), "no quorum: 1 of the 3 voters")
 	})
 	c.stopAll(true)
-	if err := RecoverRaft(c.cfgs[0], []consensus.Peer{{ID: "n1", RaftAddr: c.cfgs[0].Node.Raft}}, quietLogger(t)); err != nil {
+	if err := control.RecoverConfig(c.cfgs[0], []consensus.Peer{{ID: "n1", RaftAddr: c.cfgs[0].Node.Raft}}, quietLogger(t)); err != nil {
 		t.Fatal(err)
 	}
 	c.startAll()

@@ -235,3 +235,14 @@ func Queue(cfg *config.Config) (queue.Pace, queue.Policy, queue.Bounds, error) {
 		DeadAfter: min(q.DeadLetterAfter, q.Retry.MaxAttempts), BodyLimit: int(q.ResponseBodyLimit.Int64())}
 	return pace, pol, queue.Bounds{MaxJobs: q.MaxJobs, MaxBytes: q.MaxBytes.Int64()}, nil
 }
+
+// QueueMachine is what a leader checks forwarded enqueues against: the
+// routes configured here, and this node's queue bounds.
+func QueueMachine(cfg *config.Config) queue.StateMachine {
+	routes := make(map[string]bool, len(cfg.Routes))
+	for _, r := range cfg.Routes {
+		routes[r.Name] = true
+	}
+	return queue.StateMachine{Routes: func(route string) bool { return routes[route] },
+		Bounds: queue.Bounds{MaxJobs: cfg.Queue.MaxJobs, MaxBytes: cfg.Queue.MaxBytes.Int64()}}
+}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/levee/levee/consensus"
-	"github.com/levee/levee/node"
+	"github.com/levee/levee/control"
 )
 
 // The commands that give up Raft seats. A stop (SIGTERM) keeps a node's
@@ -100,7 +100,7 @@ func recoverCmd(args []string, e cliEnv) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := node.RecoverRaft(cfg, voters, log); err != nil {
+	if err := control.RecoverConfig(cfg, voters, log); err != nil {
 		fmt.Fprintf(stderr, "levee recover: %v\n", err)
 		return 1
 	}

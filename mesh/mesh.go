@@ -1,0 +1,213 @@
+package mesh
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/levee/levee/api"
+	"github.com/levee/levee/cluster"
+	"github.com/levee/levee/clustertls"
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/connmux"
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/replica"
+	"github.com/levee/levee/ring"
+)
+
+// Deps are what a Mesh takes from the rest of the node besides its
+// configuration.
+type Deps struct {
+	// Identity is this node's side of mutual TLS on the internal port,
+	// which peer messages are sent over. Required.
+	Identity *clustertls.Identity
+	// Gossip are memberlist's failure-detection timings. Required (the
+	// node's Timings fill them).
+	Gossip cluster.Timings
+	// Handoff is how often entries a member still lacks are pushed again
+	// between membership changes. Default replica's.
+	Handoff time.Duration
+	// WrapTransport, when set, wraps the peer client's transport (tests
+	// cut links with it). Default nil.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Observer counts replication; Tombstones are the cache's, so a
+	// replicated or handed-off copy of a removed entry is refused.
+	Observer   replica.Observer
+	Tombstones replica.Tombstones
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// Mesh is membership, the ring and replication, wired together. Its
+// fields are the pieces, for the parts that need one of them (the Raft
+// bridge subscribes to Membership and forwards over Client; the proxy
+// stores through Replicator).
+type Mesh struct {
+	Membership *cluster.Membership
+	Ring       *ring.Ring
+	Client     *peer.Client // shared by replication and Raft forwarding
+	Replicator *replica.Replicator
+
+	node         config.Node
+	log          *slog.Logger
+	leaveTimeout time.Duration
+}
+
+// New builds the mesh from cfg; it does no I/O until Start.
+func New(cfg *config.Config, d Deps) (*Mesh, error) {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	ml, err := cluster.NewMembership(membershipConfig(cfg, d))
+	if err != nil {
+		return nil, err
+	}
+	rg, err := ring.New(ring.Config{Partitions: cfg.Cluster.Partitions, ReplicationFactor: ring.DefaultConfig().ReplicationFactor, Load: cfg.Cluster.LoadFactor})
+	if err != nil {
+		return nil, err
+	}
+	tlsc := d.Identity.ClientConfig()
+	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: d.Gossip.LeaveTimeout}
+	m.Client = peer.NewClient(peer.ClientConfig{
+		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: d.WrapTransport, HTTP2: true,
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			return connmux.Dial(ctx, addr, connmux.KindPeer, tlsc)
+		},
+	})
+	rc := replica.DefaultConfig()
+	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication
+	rc.NearCacheBytes, rc.NearCacheTTL = cfg.Cluster.NearCache.MaxBytes.Int64(), cfg.Cluster.NearCache.TTL.D()
+	if d.Handoff > 0 {
+		rc.HandoffInterval = d.Handoff
+	}
+	rc.Ring, rc.Members, rc.Transport = rg, memberAddrs{ml}, m.Client
+	rc.Observer, rc.Tombstones, rc.Logger, rc.Now = d.Observer, d.Tombstones, d.Logger.With("subsystem", "replica"), d.Now
+	if m.Replicator, err = replica.New(rc); err != nil {
+		return nil, err
+	}
+	ml.Subscribe(m.onEvent)
+	return m, nil
+}
+
+// membershipConfig is cluster.MembershipConfig from the node's
+// configuration; the API, Raft and peer addresses are advertised at
+// Start, once bound.
+func membershipConfig(cfg *config.Config, d Deps) cluster.MembershipConfig {
+	mc := cluster.DefaultMembershipConfig()
+	mc.Name, mc.BindAddr, mc.Join, mc.Secret = cfg.Node.Name, cfg.Node.Gossip, cfg.Node.Join, cfg.Cluster.Secret
+	mc.TrustedSecrets, mc.LegacyGossipKey = cfg.Cluster.TrustedSecrets, cfg.Cluster.LegacyGossipKey
+	if cfg.Node.Advertise != "" {
+		mc.AdvertiseAddr = cfg.Node.Advertised(cfg.Node.Gossip)
+	}
+	mc.RejoinInterval, mc.Logger, mc.Timings = cfg.Cluster.RejoinInterval.D(), d.Logger.With("subsystem", "gossip"), d.Gossip
+	return mc
+}
+
+// Start joins the cluster, advertising the bound API, Raft and peer
+// addresses and, when this node holds Raft state, the bootstrapped flag
+// from the very first gossip; then replication's hand-off loop starts.
+func (m *Mesh) Start(ctx context.Context, httpAddr, raftAddr, peerAddr string, hasRaftState bool) error {
+	if err := m.Membership.Advertise(m.node.Advertised(httpAddr), raftAddr, peerAddr); err != nil {
+		return err
+	}
+	_ = m.Membership.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
+	if err := m.Membership.Start(ctx); err != nil {
+		return fmt.Errorf("mesh: gossip on node.gossip %s: %w", m.node.Gossip, err)
+	}
+	m.Replicator.Start()
+	return nil
+}
+
+// onEvent keeps the ring (which never sees memberlist) and replication in
+// step with membership.
+func (m *Mesh) onEvent(ev cluster.Event) {
+	switch ev.Type {
+	case cluster.EventJoin, cluster.EventUpdate:
+		if ev.Member.State == cluster.Alive {
+			if err := m.Ring.Add(ev.Member.Name); err != nil {
+				m.log.Error("ring add", "member", ev.Member.Name, "err", err)
+			}
+			m.Replicator.MemberUp(ev.Member.Name)
+		}
+	case cluster.EventLeave, cluster.EventFail:
+		m.Ring.Remove(ev.Member.Name)
+	}
+	m.log.Info("membership", "event", ev.Type.String(), "member", ev.Member.Name, "state", ev.Member.State.String())
+}
+
+// PeerEndpoints are the messages this node answers for replication on its
+// internal port: pushes and lookups into store (the engine), and
+// invalidations.
+func (m *Mesh) PeerEndpoints(store replica.Engine, o replica.Observer) []api.PeerEndpoint {
+	srv := replica.NewServer(store, o)
+	return []api.PeerEndpoint{
+		{Path: peer.PathReplicate, Serve: srv.ServeReplicate},
+		{Path: peer.PathLookup, Serve: srv.ServeLookup},
+		{Path: peer.PathInvalidate, Serve: m.Replicator.ServeInvalidate},
+	}
+}
+
+// PeerAddr is where member name takes peer messages (its internal port).
+func (m *Mesh) PeerAddr(name string) (string, bool) {
+	mb, ok := m.Membership.Member(name)
+	return mb.PeerAddr, ok && mb.PeerAddr != ""
+}
+
+// Live is how many members are on the ring, this node included: the
+// alive members, who share the cluster-wide upstream caps. The ring
+// subscribed first, so a membership event has reached it by the time a
+// later subscriber asks.
+func (m *Mesh) Live() int { return len(m.Ring.Members()) }
+
+// Ready: the node has joined (it sees itself on the ring).
+func (m *Mesh) Ready() error {
+	for _, name := range m.Ring.Members() {
+		if name == m.node.Name {
+			return nil
+		}
+	}
+	return errors.New("not on the ring yet")
+}
+
+// Status is each member as /-/cluster shows it.
+func (m *Mesh) Status() []cluster.MemberStatus {
+	return cluster.Statuses(m.Membership.Members(), m.Ring.Shares())
+}
+
+// Leave announces a graceful departure in gossip (peers stop routing to
+// this node; its Raft seat is kept). Calling it twice is harmless.
+func (m *Mesh) Leave() {
+	if err := m.Membership.Leave(m.leaveTimeout); err != nil && !errors.Is(err, cluster.ErrMembershipNotStarted) {
+		m.log.Warn("gossip leave", "err", err)
+	}
+}
+
+// Close stops gossip (and event delivery), replication, and the client
+// they shared.
+func (m *Mesh) Close() {
+	m.Membership.Close()
+	m.Replicator.Close()
+	m.Client.Close()
+}
+
+// memberAddrs is the member table as replication addresses it.
+type memberAddrs struct{ ml *cluster.Membership }
+
+func (m memberAddrs) Member(name string) (replica.Member, bool) {
+	mb, ok := m.ml.Member(name)
+	return replica.Member{Name: mb.Name, Addr: mb.PeerAddr}, ok
+}
+
+func (m memberAddrs) Live() []replica.Member {
+	var out []replica.Member
+	for _, mb := range m.ml.Members() {
+		if mb.State == cluster.Alive {
+			out = append(out, replica.Member{Name: mb.Name, Addr: mb.PeerAddr})
+		}
+	}
+	return out
+}

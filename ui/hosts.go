@@ -1,0 +1,29 @@
+package ui
+
+import (
+	"time"
+
+	"github.com/levee/levee/metrics"
+)
+
+// HostsOf is every upstream host the page shows, each with this node's
+// counters of it and its pause: the hosts counters names (this node called
+// them), routeHosts (the routes' own, shown before any call) and any host
+// in paused (the cluster paused it, whoever called).
+func HostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time) []Host {
+	all := make(map[string]metrics.HostCounters, len(counters)+len(routeHosts))
+	for h, c := range counters {
+		all[h] = *c
+	}
+	for _, h := range routeHosts {
+		all[h] = all[h]
+	}
+	for h := range paused {
+		all[h] = all[h]
+	}
+	out := make([]Host, 0, len(all))
+	for h, c := range all {
+		out = append(out, Host{Host: h, PausedUntil: paused[h], HostCounters: c})
+	}
+	return out
+}
