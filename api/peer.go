@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/consensus"
@@ -59,8 +60,10 @@ type PeerConfig struct {
 
 // PeerServer serves the node-to-node endpoints on the internal port.
 type PeerServer struct {
-	srv *http.Server
-	wg  sync.WaitGroup
+	srv      *http.Server
+	wg       sync.WaitGroup
+	inflight atomic.Int64 // peer messages whose handler is running
+	conns    connStates   // connections with a message still being answered
 }
 
 // peerHeaderTimeout bounds reading a peer message's headers; the body is
@@ -73,8 +76,9 @@ const peerHeaderTimeout = 10 * time.Second
 // on it has passed mutual TLS, and pc.Sender names its node. The app port
 // never serves them: /-/internal/ there is a 404.
 func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
-	ps := &PeerServer{srv: &http.Server{
-		Handler:           s.PeerHandler(pc),
+	ps := &PeerServer{}
+	ps.srv = &http.Server{
+		Handler:           counting(&ps.inflight, s.PeerHandler(pc)),
 		ReadHeaderTimeout: peerHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
@@ -84,8 +88,9 @@ func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
 			}
 			return ctx
 		},
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: peerStreams},
-	}}
+		HTTP2:     &http.HTTP2Config{MaxConcurrentStreams: peerStreams},
+		ConnState: ps.conns.track,
+	}
 	// HTTP/1.1, and HTTP/2 with prior knowledge (peer.ClientConfig.HTTP2).
 	ps.srv.Protocols = new(http.Protocols)
 	ps.srv.Protocols.SetHTTP1(true)
@@ -125,12 +130,95 @@ type namedConn struct {
 }
 
 // Shutdown stops accepting peer messages and waits, until ctx ends, for
-// those being served.
+// those being answered, then closes the connections.
+//
+// It does not wait for the senders to hang up: net/http's HTTP/2 server
+// answers Shutdown with a GOAWAY and then keeps each connection until the
+// client closes it or its goAwayTimeout (1 s) passes, and Go's client
+// keeps an idle connection open after a GOAWAY, so every graceful stop
+// cost a node with peers a second. Instead, once no handler runs and no
+// connection is active (HTTP/2 turns a connection idle when its last
+// stream's final frame is written) for shutdownQuiet, the connections are
+// closed: a message the GOAWAY let through has reached its handler by
+// then, and every answer has left.
 func (ps *PeerServer) Shutdown(ctx context.Context) {
-	if err := ps.srv.Shutdown(ctx); err != nil {
-		ps.srv.Close()
-	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ps.srv.Shutdown(ctx); err != nil {
+			ps.srv.Close()
+		}
+	}()
+	ps.waitQuiet(ctx, done)
+	ps.srv.Close()
+	<-done
 	ps.wg.Wait()
+}
+
+// shutdownQuiet is how long nothing must be in flight before Shutdown
+// closes the connections.
+const shutdownQuiet = 50 * time.Millisecond
+
+// waitQuiet returns once nothing has been in flight for shutdownQuiet,
+// ctx ends, or done closes (every connection closed on its own).
+func (ps *PeerServer) waitQuiet(ctx context.Context, done <-chan struct{}) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	quietSince := time.Now()
+	for {
+		if ps.inflight.Load() > 0 || ps.conns.active() > 0 {
+			quietSince = time.Now()
+		} else if time.Since(quietSince) >= shutdownQuiet {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// connStates counts the server's connections in http.StateActive.
+type connStates struct {
+	mu     sync.Mutex
+	states map[net.Conn]http.ConnState
+}
+
+func (cs *connStates) track(c net.Conn, st http.ConnState) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.states == nil {
+		cs.states = map[net.Conn]http.ConnState{}
+	}
+	if st == http.StateClosed || st == http.StateHijacked {
+		delete(cs.states, c)
+		return
+	}
+	cs.states[c] = st
+}
+
+func (cs *connStates) active() int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	n := 0
+	for _, st := range cs.states {
+		if st == http.StateActive {
+			n++
+		}
+	}
+	return n
+}
+
+// counting counts h's calls in flight in n.
+func counting(n *atomic.Int64, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		defer n.Add(-1)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // PeerHandler is the node-to-node endpoints as a handler; the sender of
