@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -159,36 +160,22 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 
 // write sends resp with Levee's cache headers, answering the client's own
 // If-None-Match with a 304 when it matches. It returns the status written.
+// The body is the answer's own bytes, written as they are.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Response, owner string) int {
 	h := w.Header()
 	// Internal headers are stripped from answers too: an upstream (or a
 	// compromised peer) must not be able to speak Levee's own vocabulary to
-	// clients; the ones Levee means to send are set below.
-	for k, v := range cleanHeader(resp.Header, true) {
-		h[k] = v
-	}
-	// The answer names this request's id, not the one the upstream sent
-	// (or sent to whoever fetched a cached answer).
-	h.Set("X-Request-Id", r.Header.Get("X-Request-Id"))
-	h.Set("X-Cache", string(resp.Result))
-	cacheName := s.cfg.Node
-	if owner != "" {
-		cacheName = owner
-	}
-	h.Set("Cache-Status", cacheStatus(cacheName, resp))
-	if servedFromCache(resp.Result) {
-		h.Set("Age", strconv.FormatInt(int64(resp.Age/time.Second), 10))
-	}
-	if owner != "" {
-		h.Set("X-Levee-Owner", owner)
-	}
+	// clients; the ones Levee means to send are set below. resp.Header may
+	// be a cached entry's: CopyCleanHeader shares its values read-only.
+	proxy.CopyCleanHeader(h, resp.Header, true)
 	status, body := resp.Status, resp.Body
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK &&
-		etagMatch(r.Header.Get("If-None-Match"), resp.Header.Get("ETag")) {
-		status, body = http.StatusNotModified, nil
-		h.Del("Content-Type")
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK {
+		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, resp.Header.Get("ETag")) {
+			status, body = http.StatusNotModified, nil
+			delete(h, "Content-Type")
+		}
 	}
-	setContentLength(h, r.Method, status, len(body))
+	s.setLevee(h, r, resp, owner, status, len(body))
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {
 		_, _ = w.Write(body)
@@ -196,19 +183,81 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	return status
 }
 
-// setContentLength sets the length of the body written. A HEAD answer has
-// no body but keeps the upstream's Content-Length, which describes the body
-// a GET would get (RFC 9110 §9.3.2); overwriting it with 0 would lie.
-func setContentLength(h http.Header, method string, status, n int) {
+// setLevee sets the headers Levee adds to an answer of status with an
+// n-byte body: X-Request-Id, X-Cache, Cache-Status, Age, X-Levee-Owner and
+// Content-Length. Every answer, a hit included, pays for them, so they
+// cost two allocations: one string holding every value Levee formats
+// (leveeStrings) and one array holding every value slice (leveeValues).
+func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, owner string, status, n int) {
+	// The answer names this request's id, not the one the upstream sent
+	// (or sent to whoever fetched a cached answer).
+	if id := r.Header["X-Request-Id"]; len(id) > 0 {
+		h["X-Request-Id"] = id[:1:1] // traced's slice: see there
+	} else {
+		h.Set("X-Request-Id", "")
+	}
+	upstreamLen, hasLen := contentLength(h, r.Method, status, n)
+	cs, age, length := leveeStrings(cmp.Or(owner, s.cfg.Node), resp, n, hasLen && upstreamLen == "")
+	v := leveeValues{h: h, vs: make([]string, 0, 5)}
+	v.set("X-Cache", string(resp.Result))
+	v.set("Cache-Status", cs)
+	if servedFromCache(resp.Result) {
+		v.set("Age", age)
+	}
+	if owner != "" {
+		v.set("X-Levee-Owner", owner)
+	}
+	if hasLen {
+		v.set("Content-Length", cmp.Or(upstreamLen, length))
+	}
+}
+
+// leveeStrings formats, into one string, the answer's Cache-Status, its
+// Age when it was served from cache, and n when withLength is set.
+func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (cacheStatus, age, length string) {
+	var buf [192]byte
+	b := appendCacheStatus(buf[:0], node, resp)
+	endStatus := len(b)
+	if servedFromCache(resp.Result) {
+		b = strconv.AppendInt(b, int64(resp.Age/time.Second), 10)
+	}
+	endAge := len(b)
+	if withLength {
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	all := string(b)
+	return all[:endStatus], all[endStatus:endAge], all[endAge:]
+}
+
+// leveeValues hands out one-value slices of one array, one per header,
+// each capped so that an Add to one header cannot write into the next.
+type leveeValues struct {
+	h  http.Header
+	vs []string
+}
+
+func (v *leveeValues) set(k, value string) {
+	v.vs = append(v.vs, value)
+	n := len(v.vs)
+	v.h[k] = v.vs[n-1 : n : n]
+}
+
+// contentLength removes the upstream's Content-Length from h and says what
+// replaces it: nothing (ok false) for a status without a body, the
+// upstream's own for a bodiless HEAD, or (upstream "") n, the length of
+// the body written. A HEAD answer has no body but keeps the upstream's
+// Content-Length, which describes the body a GET would get (RFC 9110
+// §9.3.2); overwriting it with 0 would lie.
+func contentLength(h http.Header, method string, status, n int) (upstream string, ok bool) {
 	upstreamLen := h.Get("Content-Length")
-	h.Del("Content-Length")
+	delete(h, "Content-Length")
 	switch {
 	case status == http.StatusNotModified || status == http.StatusNoContent || status < 200:
+		return "", false
 	case method == http.MethodHead && n == 0 && validLength(upstreamLen):
-		h.Set("Content-Length", upstreamLen)
-	default:
-		h.Set("Content-Length", strconv.Itoa(n))
+		return upstreamLen, true
 	}
+	return "", true
 }
 
 func validLength(s string) bool {
@@ -225,7 +274,11 @@ func servedFromCache(r proxy.Result) bool {
 // (ttl, §2.5) and "collapsed" (§2.6) when the answer was another
 // request's fetch this one waited for.
 func cacheStatus(node string, resp *proxy.Response) string {
-	b := make([]byte, 0, 96)
+	return string(appendCacheStatus(nil, node, resp))
+}
+
+// appendCacheStatus appends cacheStatus's value to b.
+func appendCacheStatus(b []byte, node string, resp *proxy.Response) []byte {
 	b = append(b, "levee-"...)
 	b = append(b, node...)
 	switch resp.Result {
@@ -259,5 +312,5 @@ func cacheStatus(node string, resp *proxy.Response) string {
 	if resp.Collapsed {
 		b = append(b, "; collapsed"...)
 	}
-	return string(b)
+	return b
 }

@@ -20,8 +20,8 @@ import (
 const maxRequestIDLen = 128
 
 // requestIDs makes Levee's request ids: a random per-process prefix and a
-// counter, unique and cheap enough for the hit path (no syscall, one
-// allocation).
+// counter, unique and cheap enough for the hit path (no syscall, no fmt,
+// one allocation: the id itself).
 type requestIDs struct {
 	prefix string
 	n      atomic.Uint64
@@ -34,7 +34,9 @@ func newRequestIDs() *requestIDs {
 }
 
 func (g *requestIDs) next() string {
-	return g.prefix + strconv.FormatUint(g.n.Add(1), 36)
+	var buf [32]byte // the 13-byte prefix and at most 13 base-36 digits
+	b := append(buf[:0], g.prefix...)
+	return string(strconv.AppendUint(b, g.n.Add(1), 36))
 }
 
 // validRequestID accepts 1–128 visible ASCII characters without spaces or
@@ -55,12 +57,17 @@ func validRequestID(id string) bool {
 // the error log see it, and echoed on the answer), then serves it with h,
 // writing the access log line when it is sampled.
 func (s *Server) traced(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
-	id := r.Header.Get("X-Request-Id")
-	if !validRequestID(id) || len(r.Header.Values("X-Request-Id")) > 1 {
-		id = s.ids.next()
-		r.Header.Set("X-Request-Id", id)
+	ids := r.Header["X-Request-Id"]
+	if len(ids) != 1 || !validRequestID(ids[0]) {
+		ids = []string{s.ids.next()}
+		r.Header["X-Request-Id"] = ids
 	}
-	w.Header().Set("X-Request-Id", id)
+	// The request and its answer share the one value slice (capped, so an
+	// Add to either cannot reach the other): nothing changes a header
+	// value in place, and the id is this request's alone.
+	ids = ids[:1:1]
+	id := ids[0]
+	w.Header()["X-Request-Id"] = ids
 	if s.cfg.AccessLog <= 0 {
 		h(w, r)
 		return

@@ -15,6 +15,10 @@ import (
 type Metrics struct {
 	reg   *prometheus.Registry
 	names *families
+	// requests and results hold the children the hit path updates (see
+	// children.go).
+	requests memo[requestLabels, requestSeries]
+	results  memo[resultLabels, prometheus.Counter]
 
 	CacheResults     *prometheus.CounterVec
 	Refreshes        *prometheus.CounterVec
@@ -122,7 +126,7 @@ func (m *Metrics) CounterFunc(name, help string, fn func() float64) {
 
 // CacheResult implements proxy.Observer.
 func (m *Metrics) CacheResult(route string, r string) {
-	m.CacheResults.WithLabelValues(route, resultLabel(r)).Inc()
+	m.cacheResult(route, r).Inc()
 }
 
 // resultLabel is a result as a label value. X-Cache keeps its customary
@@ -159,8 +163,9 @@ func (m *Metrics) Refresh(route string, err error) {
 
 // Request implements api.Observer.
 func (m *Metrics) Request(route string, status int, result string, d time.Duration) {
-	m.HTTPRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.HTTPDuration.WithLabelValues(route, resultLabel(result)).Observe(d.Seconds())
+	s := m.request(route, status, result)
+	s.count.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // ForwardFallback implements api.Observer.

@@ -402,13 +402,16 @@ func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
 	return e.fromEntry(ent, Stale, "stale-if-error", now)
 }
 
+// fromEntry answers from a cached entry. The answer's Header and Body are
+// the entry's own, not copies: entries are immutable and so is a
+// Response's Header (see Response), so a hit copies nothing.
 func (e *Engine) fromEntry(ent *store.Entry, res Result, detail string, now time.Time) *Response {
-	return &Response{Status: ent.Status, Header: ent.Header.Clone(), Body: ent.Body, Result: res,
+	return &Response{Status: ent.Status, Header: ent.Header, Body: ent.Body, Result: res,
 		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now)}
 }
 
 func (e *Engine) fromFlight(f *flight) *Response {
-	resp := &Response{Status: f.entry.Status, Header: f.entry.Header.Clone(), Body: f.entry.Body,
+	resp := &Response{Status: f.entry.Status, Header: f.entry.Header, Body: f.entry.Body,
 		Result: f.result, Stored: f.stored, Attempts: f.attempts}
 	if f.stored {
 		now := e.cfg.Now()

@@ -17,7 +17,7 @@ import (
 // the headers the first node set.
 func SetForwarded(h http.Header, remoteAddr string, https bool) {
 	for k := range h {
-		if c := http.CanonicalHeaderKey(k); c == "Forwarded" || c == "X-Real-Ip" || strings.HasPrefix(c, "X-Forwarded-") {
+		if forwardingHeader(k) {
 			delete(h, k)
 		}
 	}
@@ -30,8 +30,44 @@ func SetForwarded(h http.Header, remoteAddr string, https bool) {
 		h.Set("Forwarded", "for=unknown;proto="+proto)
 		return
 	}
-	h.Set("X-Forwarded-For", ip.String())
-	h.Set("Forwarded", "for="+forwardedNode(ip)+";proto="+proto)
+	// Every request from a client pays for these two values, so they are
+	// one string and one array: the address is a piece of the Forwarded
+	// value, and each header gets its own capped slice of the array.
+	fwd, addr := forwardedFor(ip, proto)
+	vs := []string{addr, fwd}
+	h["X-Forwarded-For"] = vs[0:1:1]
+	h["Forwarded"] = vs[1:2:2]
+}
+
+// forwardingHeader reports a key that is, in any case, Forwarded,
+// X-Real-Ip or X-Forwarded-*: a key whose canonical form is one of them
+// differs from it only in ASCII case. Comparing so, rather than
+// canonicalising every key of every request, is cheaper, and may only
+// drop more: a non-ASCII key EqualFold matches is not a header anyone sends.
+func forwardingHeader(k string) bool {
+	const prefix = "X-Forwarded-"
+	return strings.EqualFold(k, "Forwarded") || strings.EqualFold(k, "X-Real-Ip") ||
+		len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix)
+}
+
+// forwardedFor returns the RFC 7239 Forwarded value naming ip and proto,
+// and the address as written in it (ip.String()). IPv6 goes in brackets
+// and quotes (§6).
+func forwardedFor(ip netip.Addr, proto string) (fwd, addr string) {
+	var buf [80]byte
+	b := append(buf[:0], "for="...)
+	if ip.Is6() {
+		b = append(b, `"[`...)
+	}
+	start := len(b)
+	b = ip.AppendTo(b)
+	end := len(b)
+	if ip.Is6() {
+		b = append(b, `]"`...)
+	}
+	b = append(b, ";proto="...)
+	fwd = string(append(b, proto...))
+	return fwd, fwd[start:end]
 }
 
 // peerIP parses the address part of host:port (or a bare address).
@@ -45,13 +81,4 @@ func peerIP(remoteAddr string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return ip.Unmap(), true
-}
-
-// forwardedNode writes an address as RFC 7239 §6 wants it: IPv6 in
-// brackets and quotes.
-func forwardedNode(ip netip.Addr) string {
-	if ip.Is6() {
-		return `"[` + ip.String() + `]"`
-	}
-	return ip.String()
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -19,28 +20,48 @@ const InternalPrefix = "X-Levee-"
 // CleanHeader returns a copy of h without hop-by-hop headers (including
 // those named in Connection) and, when internal is set, without X-Levee-*.
 // It is the one owner of the rule: api applies it to clients' requests and
-// answers, replica to the headers a peer's lookup carries.
+// answers, replica to the headers a peer's lookup carries. The copy is a
+// new map whose value slices are h's (see CopyCleanHeader).
 func CleanHeader(h http.Header, internal bool) http.Header {
-	out := h.Clone()
-	if out == nil {
-		return http.Header{}
-	}
-	for _, v := range h.Values("Connection") {
-		for _, f := range strings.Split(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out.Del(f)
-			}
-		}
-	}
-	for _, k := range hopByHop {
-		out.Del(k)
-	}
-	if internal {
-		for k := range out {
-			if strings.HasPrefix(k, InternalPrefix) {
-				delete(out, k)
-			}
-		}
-	}
+	out := make(http.Header, len(h))
+	CopyCleanHeader(out, h, internal)
 	return out
+}
+
+// CopyCleanHeader sets in dst every header of src that CleanHeader keeps,
+// replacing dst's values for those names. It copies no value: dst shares
+// src's value slices, capped at their length so that an Add to either map
+// reallocates instead of writing into the other's array. Neither map may
+// then change a value in place (h[k][0] = …); Set, Add and Del are safe.
+// This is what lets a cache hit hand the stored entry's headers to the
+// client without cloning them (api's write).
+func CopyCleanHeader(dst, src http.Header, internal bool) {
+	named := connectionNamed(src)
+	for k, v := range src {
+		if dropped(k, named, internal) {
+			continue
+		}
+		dst[k] = v[:len(v):len(v)]
+	}
+}
+
+// dropped reports whether CleanHeader drops the header keyed k. Like
+// Header.Del, which the rule was first written with, it matches the
+// canonical key only.
+func dropped(k string, named []string, internal bool) bool {
+	return slices.Contains(hopByHop, k) || internal && strings.HasPrefix(k, InternalPrefix) || slices.Contains(named, k)
+}
+
+// connectionNamed returns the canonical names the Connection header lists
+// (nil, without allocating, when there is none: the usual case).
+func connectionNamed(h http.Header) []string {
+	var named []string
+	for _, v := range h["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				named = append(named, http.CanonicalHeaderKey(f))
+			}
+		}
+	}
+	return named
 }

@@ -64,20 +64,28 @@ func checkURL(r *Request) error {
 // upstream itself (its transport asks for gzip and hands back the decoded
 // body), so every entry holds an identity body any client can read, and a
 // client's Accept-Encoding neither splits the cache nor picks the encoding
-// everyone else is served.
+// everyone else is served. Every request pays for this copy, so it is one
+// pass that shares h's value slices, as CopyCleanHeader does (capped;
+// outbound requests Clone it before adding their own headers). Like
+// Header.Del, it matches canonical keys only.
 func inboundHeader(rt *Route, h http.Header) http.Header {
-	out := h.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	out.Del("Accept-Encoding")
-	for _, n := range droppedByDefault {
-		if !slices.Contains(rt.AllowHeaders, n) {
-			out.Del(n)
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		if upstreamSees(rt, k) {
+			out[k] = v[:len(v):len(v)]
 		}
 	}
-	for _, n := range rt.DenyHeaders {
-		out.Del(n)
-	}
 	return out
+}
+
+// upstreamSees reports whether the header keyed k (canonical) may go
+// upstream on rt.
+func upstreamSees(rt *Route, k string) bool {
+	switch {
+	case k == "Accept-Encoding", slices.Contains(rt.DenyHeaders, k):
+		return false
+	case slices.Contains(droppedByDefault, k):
+		return slices.Contains(rt.AllowHeaders, k)
+	}
+	return true
 }

@@ -32,52 +32,71 @@ func urlKey(r *Request, tenant string) string {
 // query and tenant. Every variant of one URL lives under it (behind a Vary
 // marker) on the URL's owner node.
 func primaryKey(rt *Route, r *Request) string {
+	query, tenant := canonicalQuery(r.RawQuery), tenantOf(rt, r.Header)
 	var b strings.Builder
+	b.Grow(len(r.Route) + len(r.Method) + len(r.Path) + len(query) + len(tenant) + 6) // one allocation
 	b.WriteString(r.Route)
 	b.WriteByte(0)
 	b.WriteString(r.Method)
 	b.WriteByte(0)
 	b.WriteString(r.Path)
 	b.WriteByte('?')
-	b.WriteString(canonicalQuery(r.RawQuery))
+	b.WriteString(query)
 	b.WriteByte(0)
 	b.WriteString("t=")
-	b.WriteString(tenantOf(rt, r.Header))
+	b.WriteString(tenant)
 	return b.String()
 }
 
 // VaryKey extends a primary key with the request's values of the headers
 // the answer varies on. Each header's values enter as a digest: a key never
 // holds a caller's Authorization or API key in clear (keys are replicated
-// and persisted), and no value can forge the separators.
+// and persisted), and no value can forge the separators. Every hit on an
+// answer that varies builds one, so it is one allocation: the key.
 func VaryKey(primary string, names []string, h http.Header) string {
 	if len(names) == 0 {
 		return primary
 	}
+	n := len(primary)
+	for _, name := range names {
+		n += len(name) + 2 + 2*digestLen
+	}
 	var b strings.Builder
+	b.Grow(n)
 	b.WriteString(primary)
-	for _, n := range names {
+	for _, name := range names {
 		b.WriteByte(0)
-		b.WriteString(n)
+		b.WriteString(name)
 		b.WriteByte('=')
-		b.WriteString(valuesDigest(h.Values(n)))
+		var hexed [2 * digestLen]byte
+		sum := valuesSum(h.Values(name))
+		hex.Encode(hexed[:], sum[:digestLen])
+		b.Write(hexed[:])
 	}
 	return b.String()
 }
 
-// valuesDigest is 128 bits of SHA-256 over a header's values, each length
-// prefixed, so an absent header, one empty value and two values all differ.
+// digestLen is how much of a SHA-256 a Vary value's digest keeps: 128 bits.
+const digestLen = 16
+
+// valuesDigest is the hex of valuesSum's first digestLen bytes.
 func valuesDigest(values []string) string {
-	sum := sha256.New()
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(values)))
-	sum.Write(n[:])
+	sum := valuesSum(values)
+	return hex.EncodeToString(sum[:digestLen])
+}
+
+// valuesSum is SHA-256 over a header's values, each length prefixed, so
+// an absent header, one empty value and two values all differ. The input
+// is laid out in a stack buffer (short values, the usual case, need no
+// allocation) and hashed at once.
+func valuesSum(values []string) [sha256.Size]byte {
+	var buf [256]byte
+	in := binary.BigEndian.AppendUint64(buf[:0], uint64(len(values)))
 	for _, v := range values {
-		binary.BigEndian.PutUint64(n[:], uint64(len(v)))
-		sum.Write(n[:])
-		sum.Write([]byte(v))
+		in = binary.BigEndian.AppendUint64(in, uint64(len(v)))
+		in = append(in, v...)
 	}
-	return hex.EncodeToString(sum.Sum(nil)[:16])
+	return sha256.Sum256(in)
 }
 
 // VaryNames parses the Vary header values into sorted canonical names. star

@@ -28,9 +28,14 @@ type queryParam struct {
 // A query with a malformed escape is kept verbatim behind a "!": it is a
 // request of its own and must not collide with a well-formed one.
 func canonicalQuery(raw string) string {
-	if raw == "" {
-		return ""
+	if raw == "" || alreadyCanonical(raw) {
+		return raw
 	}
+	return parsedCanonical(raw)
+}
+
+// parsedCanonical is canonicalQuery the long way: parse, sort, rebuild.
+func parsedCanonical(raw string) string {
 	params, ok := parseQuery(raw)
 	if !ok {
 		return "!" + raw
@@ -49,6 +54,26 @@ func canonicalQuery(raw string) string {
 		}
 	}
 	return b.String()
+}
+
+// alreadyCanonical reports whether canonicalQuery(raw) is raw itself: no
+// escape to normalise, no empty parameter, names already in order (the
+// stable sort keeps repeated names as they are). Most clients send such
+// queries, and every request's key is built from one, so it skips the
+// parse and the copy.
+func alreadyCanonical(raw string) bool {
+	if strings.IndexByte(raw, '%') >= 0 {
+		return false
+	}
+	prev := ""
+	for part := range strings.SplitSeq(raw, "&") {
+		name, _, _ := strings.Cut(part, "=")
+		if part == "" || name < prev {
+			return false
+		}
+		prev = name
+	}
+	return true
 }
 
 // parseQuery splits raw on "&" and each part on its first "=", keeping

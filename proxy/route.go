@@ -160,8 +160,11 @@ const (
 
 // Response is what the engine produced for a request.
 type Response struct {
-	Status   int
-	Header   http.Header // end-to-end headers of the upstream answer
+	Status int
+	// Header holds the end-to-end headers of the upstream answer. It may be
+	// a cached entry's own map, shared by every caller of the key, and
+	// Body its own bytes: both are read-only. Clone before changing them.
+	Header   http.Header
 	Body     []byte
 	Result   Result
 	Age      time.Duration // time since the entry was stored; only for cached answers
