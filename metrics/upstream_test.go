@@ -3,7 +3,11 @@ package metrics
 import (
 	"testing"
 	"time"
+
+	"github.com/levee/levee/upstream"
 )
+
+var _ upstream.Observer = (*Metrics)(nil)
 
 // TestCapsShowWhetherTheyBind: the admission waits land in their
 // histograms by host (and slot), and refusals by cap in their counter.

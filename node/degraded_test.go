@@ -96,6 +96,8 @@ func (r *raftOnDisk) snapshots() []string {
 // /-/cluster's raft.problem names the remedy and levee_raft_degraded is 1;
 // it stops cleanly, without leaking goroutines.
 func TestDamagedRaftStoreServesDegraded(t *testing.T) {
+	// Not parallel: each case checks for leaked goroutines (goleak), which
+	// other tests running beside it would be.
 	for _, tc := range []struct {
 		name   string
 		damage func(t *testing.T, r *raftOnDisk)

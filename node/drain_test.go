@@ -13,6 +13,7 @@ import (
 // stop /-/readyz turns 503 (draining) for node.drain_delay while requests
 // are still served; only then does the node leave and stop.
 func TestAGracefulStopAnswersNotReadyFirstWhileStillServing(t *testing.T) {
+	t.Parallel()
 	h := start(t, func(cfg *config.Config) { cfg.Node.DrainDelay = config.Duration(time.Second) })
 	if a := h.get("/-/readyz", nil); a.status != http.StatusOK {
 		t.Fatalf("readyz before the stop: %d", a.status)

@@ -79,14 +79,14 @@ func waitShares(c *testCluster, n int) {
 }
 
 // TestHostRateIsClusterWide: a host capped at 20 requests a second for the
-// whole cluster gets at most 20/s·5s + the burst from a 5 s burst sent
+// whole cluster gets at most 20/s·3s + the burst from a 3 s burst sent
 // through all three nodes at several times that rate, not three times
 // it: each node spends a third of the bucket. The cap binds: calls wait
 // for tokens, and those whose wait does not fit in the budget are refused
 // by the host token cap, which the metrics show.
 func TestHostRateIsClusterWide(t *testing.T) {
 	t.Parallel()
-	const rate, burst, window = 20.0, 6, 5 * time.Second
+	const rate, burst, window = 20.0, 6, 3 * time.Second
 	c, u, su := hostsCluster(t, 3, config.HostLimits{Inflight: 30, Rate: rate, Burst: burst}, func(_ int, cfg *config.Config) {
 		cfg.Routes[0].Retry.Budget = config.Duration(time.Second)
 	})

@@ -328,11 +328,12 @@ func (n *Node) status() api.ClusterStatus {
 	return st
 }
 
-// registerGauges has each part register its own series.
+// registerGauges has each part register its own series; the leaves
+// (store, upstream) import no metrics, so their readers are handed in.
 func (n *Node) registerGauges() {
-	n.cache.Gauges(n.metrics)
+	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
+	n.metrics.UpstreamGauges(n.upstream.InFlightCalls, n.upstream.Share)
 	n.engine.Gauges(n.metrics)
-	n.upstream.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
 	if n.jobs != nil {
 		n.jobs.Runner.Gauges(n.metrics, n.opts.Now)

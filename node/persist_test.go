@@ -31,6 +31,7 @@ func restartOn(t *testing.T, h *harness, cfg *config.Config) *harness {
 // with the upstream down, after a graceful stop (saved on stop), after a
 // kill once a periodic save ran, and not at all with cache.persist off.
 func TestCacheSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		persist  bool

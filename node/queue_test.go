@@ -327,6 +327,7 @@ func (c *testCluster) leaderIndex() int {
 // (an attempt cut off by the stop is handed back) and starts again from
 // its data dir, and are all delivered once the upstream answers.
 func TestQueuedJobsSurviveAWholeClusterRestart(t *testing.T) {
+	t.Parallel()
 	u, upURL := newJobUpstream(t)
 	c := newRestartCluster(t, 3, queueEdit(upURL, 5*time.Second))
 	ids := make([]string, 5)
@@ -347,7 +348,7 @@ func TestQueuedJobsSurviveAWholeClusterRestart(t *testing.T) {
 	}
 }
 
-// TestTheQueuePacesAHostClusterWide: a burst of 1,000 jobs through every
+// TestTheQueuePacesAHostClusterWide: a burst of 500 jobs through every
 // node reaches the upstream no faster than the host's token bucket
 // allows, whichever node took them: in any window, at most the bucket's
 // size plus its refill over the window.
@@ -363,7 +364,7 @@ func TestTheQueuePacesAHostClusterWide(t *testing.T) {
 		// bucket is what binds.
 		cfg.Hosts = map[string]config.HostLimits{upURL: {Inflight: 300, Rate: 3000, Burst: 300}}
 	})
-	const jobs, clients = 1000, 16
+	const jobs, clients = 500, 16
 	ids := make([]string, jobs)
 	var wg sync.WaitGroup
 	for w := range clients {
@@ -482,6 +483,7 @@ func (c *testCluster) enqueueQuiet(i int, path string) string {
 // upstream holds its attempt, and delivers it after it starts again from
 // the same data dir.
 func TestASingleNodeWithRaftKeepsItsJobsAcrossARestart(t *testing.T) {
+	t.Parallel()
 	u, upURL := newJobUpstream(t)
 	r := newRaftOnDisk(t)
 	r.cfg.Routes[0].Upstream = upURL + "/api"
