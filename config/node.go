@@ -1,6 +1,23 @@
 package config
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
+
+// defaultGCPercent is node.gc_percent's default: Go's own. Memory is
+// bounded by node.memory_limit, derived from the caches' sizes, so below
+// it the headroom GOGC grants costs nothing the node was not given, and
+// a lower GOGC would only spend CPU on every request (25 cost +25 % per
+// hit, docs/benchmarks.md). Go's GC guide (go.dev/doc/gc-guide, "GOGC"
+// and "Memory limit") is the model: a soft limit for the bound, GOGC for
+// the trade below it.
+const defaultGCPercent = 100
+
+// memoryLimitSlack is the part of the derived memory limit that does not
+// scale with the caches: a node's own heap with an empty cache is tens of
+// MiB, its connections' buffers and in-flight bodies a few more.
+const memoryLimitSlack = 256 << 20
 
 // Node is this node's identity and listen addresses.
 type Node struct {
@@ -87,6 +104,22 @@ type Node struct {
 	// over it is refused at once with 503 and Retry-After. Default 512;
 	// >= 1.
 	MaxInflightFetches int `yaml:"max_inflight_fetches"`
+	// GCPercent is the garbage collector's GOGC: how far, in percent of
+	// the heap the last collection kept, the heap may grow before the next
+	// one. Default 0, meaning 100 (Go's): MemoryLimit bounds the heap, and
+	// below it a cache whose entries hold 500 MB may reach 1 GB of RSS; 25
+	// keeps it near 625 MB for about a quarter more CPU per hit
+	// (docs/benchmarks.md). -1 turns this trigger off, leaving only
+	// MemoryLimit's. GOGC in the environment, when set, wins.
+	GCPercent int `yaml:"gc_percent"`
+	// MemoryLimit is the runtime's soft memory limit (GOMEMLIMIT): near it
+	// the collector runs as often as it must to stay under it. Default 0,
+	// meaning 1.25 × (cache.max_bytes + cluster.near_cache.max_bytes) +
+	// 256MiB: two full caches with a quarter of collection headroom, and
+	// room for connections, in-flight bodies and Raft. When set: more than
+	// the two caches' max_bytes, which a full node holds live. GOMEMLIMIT
+	// in the environment, when set, wins.
+	MemoryLimit ByteSize `yaml:"memory_limit"`
 }
 
 // EffectiveBootstrapExpect returns BootstrapExpect, with the default 0 read
@@ -109,4 +142,39 @@ func (n Node) AccessLogShare() float64 {
 	}
 	f, _ := strconv.ParseFloat(n.AccessLog, 64)
 	return f
+}
+
+// EffectiveGCPercent is node.gc_percent with its default applied.
+func (n Node) EffectiveGCPercent() int {
+	if n.GCPercent == 0 {
+		return defaultGCPercent
+	}
+	return n.GCPercent
+}
+
+// EffectiveMemoryLimit is node.memory_limit in bytes, derived from the
+// caches' sizes when unset (see Node.MemoryLimit).
+func (c *Config) EffectiveMemoryLimit() int64 {
+	if c.Node.MemoryLimit > 0 {
+		return c.Node.MemoryLimit.Int64()
+	}
+	caches := c.cacheBytes()
+	if caches > (math.MaxInt64-memoryLimitSlack)/5*4 {
+		return math.MaxInt64 // no limit: Go's own default
+	}
+	return caches + caches/4 + memoryLimitSlack
+}
+
+// cacheBytes is what the node's two caches may hold together.
+func (c *Config) cacheBytes() int64 {
+	return c.Cache.MaxBytes.Int64() + max(c.Cluster.NearCache.MaxBytes.Int64(), 0)
+}
+
+// gc checks node.gc_percent and node.memory_limit.
+func (v *validator) gc(c *Config) {
+	v.check(c.Node.GCPercent >= -1, "node.gc_percent", "must be -1 (off), 0 (default 100) or a percentage > 0")
+	if l := c.Node.MemoryLimit; l != 0 {
+		v.check(l.Int64() > c.cacheBytes(), "node.memory_limit",
+			"must be 0 (derived) or more than cache.max_bytes + cluster.near_cache.max_bytes: a full node holds both live")
+	}
 }

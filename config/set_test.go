@@ -15,9 +15,9 @@ func TestSettableKeys(t *testing.T) {
 		"cluster.admin_token", "cluster.dead_after", "cluster.forward_timeout", "cluster.legacy_gossip_key", "cluster.load_factor",
 		"cluster.near_cache.max_bytes", "cluster.near_cache.ttl", "cluster.partitions",
 		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time", "cluster.tls.ca", "cluster.tls.cert", "cluster.tls.key", "cluster.trusted_secrets",
-		"node.access_log", "node.admin", "node.advertise", "node.bootstrap_expect", "node.data_dir", "node.drain_delay", "node.gossip", "node.http", "node.idle_timeout",
+		"node.access_log", "node.admin", "node.advertise", "node.bootstrap_expect", "node.data_dir", "node.drain_delay", "node.gc_percent", "node.gossip", "node.http", "node.idle_timeout",
 		"node.join", "node.leave_on_terminate", "node.log_level", "node.max_connections", "node.max_header_bytes",
-		"node.max_inflight_fetches", "node.max_request_body", "node.name", "node.raft", "node.read_timeout",
+		"node.max_inflight_fetches", "node.max_request_body", "node.memory_limit", "node.name", "node.raft", "node.read_timeout",
 		"node.shutdown_timeout", "node.write_timeout",
 	}
 	got := SettableKeys()

@@ -16,6 +16,7 @@ import (
 func (c *Config) Validate() error {
 	v := &validator{}
 	v.node(&c.Node)
+	v.gc(c)
 	v.cluster(&c.Cluster)
 	v.credentials(c)
 	v.writeTimeout(&c.Node, &c.Cluster)

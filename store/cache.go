@@ -17,8 +17,8 @@ var ErrConfig = errors.New("store: invalid config")
 // Config tunes a [Cache].
 type Config struct {
 	// MaxBytes is the total weight, in bytes, the cache holds before it
-	// evicts. An entry weighs [Entry.Size] plus the length of its key.
-	// Default 256 MiB. Must be > 0.
+	// evicts. An entry weighs the heap it takes: [Entry.Size], its key and
+	// otter's node (weight.go). Default 256 MiB. Must be > 0.
 	MaxBytes int64
 
 	// TombstoneTTL is the least time a tombstone laid by [Cache.Invalidate]
@@ -129,9 +129,10 @@ func weigh(key string, e *Entry) uint32 {
 	return uint32(entryWeight(key, e))
 }
 
-// entryWeight is the number of bytes key and e hold in the cache.
+// entryWeight is the heap key and e take in the cache: the entry, the key
+// string and otter's node (see weight.go).
 func entryWeight(key string, e *Entry) int64 {
-	return e.Size() + int64(len(key))
+	return e.Size() + allocSize(len(key)) + nodeBytes
 }
 
 // expireAfterWrite is the otter time-to-live of a new or replaced entry:
@@ -177,7 +178,7 @@ func (c *Cache) Set(key string, e *Entry) {
 	if c.tombs.shadows(key, e.StoredAt, c.now()) {
 		return
 	}
-	c.otter.Set(key, e)
+	c.otter.Set(key, packed(e))
 }
 
 func (c *Cache) storable(key string, e *Entry) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/levee/levee/internal/testutil"
 	"net/http"
+	"reflect"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,8 +86,9 @@ func TestCacheGetSetDelete(t *testing.T) {
 	for _, s := range steps {
 		s.do()
 		got, ok := c.Get(s.key)
-		if ok != (s.want != nil) || got != s.want {
-			t.Fatalf("%s: Get(%q) = %p, %v; want %p", s.name, s.key, got, ok, s.want)
+		// The cache keeps a packed copy: the same content, not the same pointer.
+		if ok != (s.want != nil) || !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("%s: Get(%q) = %+v, %v; want %+v", s.name, s.key, got, ok, s.want)
 		}
 	}
 	c.Set("a", e1)
@@ -156,7 +158,7 @@ func TestCacheOversize(t *testing.T) {
 		e    *Entry
 	}{
 		{"body over MaxBytes", "huge", entryAt(now, maxBytes+1)},
-		{"body fits but key tips it over", string(make([]byte, 400)), entryAt(now, maxBytes-entryOverhead-100)},
+		{"body fits but key tips it over", string(make([]byte, 400)), largestFitting(t, now, "k", maxBytes)},
 		{"oversize replacement drops the old entry", "replaced", entryAt(now, 2*maxBytes)},
 	}
 	for _, tt := range tests {
@@ -167,11 +169,28 @@ func TestCacheOversize(t *testing.T) {
 			}
 		})
 	}
-	if got, ok := c.Get("small"); !ok || got != small {
+	if got, ok := c.Get("small"); !ok || !reflect.DeepEqual(got, small) {
 		t.Error("oversize Set evicted an unrelated entry")
 	}
 	if st := waitStats(t, c, "stats", func(Stats) bool { return true }); st.Evictions != 0 || st.Entries != 1 {
 		t.Errorf("Stats = %+v, want 1 entry and no evictions", st)
+	}
+}
+
+// largestFitting is the entry with the longest body that fits maxBytes under
+// key: a longer key tips it over.
+func largestFitting(t *testing.T, now time.Time, key string, maxBytes int64) *Entry {
+	t.Helper()
+	var fit *Entry
+	for n := 0; ; n += 16 {
+		e := entryAt(now, n)
+		if entryWeight(key, e) > maxBytes {
+			if fit == nil {
+				t.Fatalf("no entry fits %d bytes under %q", maxBytes, key)
+			}
+			return fit
+		}
+		fit = e
 	}
 }
 

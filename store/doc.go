@@ -6,10 +6,11 @@
 //   - [Entry], one immutable cached answer with its three time windows
 //     (fresh, stale, stale-if-error) and the arithmetic on them:
 //     [Entry.Freshness], [Entry.Age], [Entry.Renewed] for a 304.
-//   - [Cache], a byte-weighted cache of entries (otter underneath). An entry
-//     weighs [Entry.Size] plus its key's length; past [Config.MaxBytes] the
-//     least valuable entries are evicted, and an entry is dropped on its own
-//     once it is Dead (past all of its windows).
+//   - [Cache], a byte-weighted cache of entries (otter underneath). It keeps
+//     a packed copy of each entry (pack.go), which weighs what it takes on
+//     the heap: [Entry.Size], its key and otter's node (weight.go). Past
+//     [Config.MaxBytes] the least valuable entries are evicted, and an
+//     entry is dropped on its own once it is Dead (past all of its windows).
 //   - Tombstones: [Cache.Invalidate] is a write's removal of a URL. It
 //     leaves a tombstone versioned by the write's time, bounded in number
 //     and expiring, so that until it ends no copy stored before the write

@@ -8,15 +8,6 @@ import (
 	"time"
 )
 
-// entryOverhead is the fixed part of an entry's weight: the struct, its three
-// deadlines, the header map and the otter node around it. It keeps a flood of
-// empty bodies from looking free.
-const entryOverhead = 256
-
-// headerValueOverhead approximates the string and slice headers a header
-// value costs beyond its bytes.
-const headerValueOverhead = 16
-
 // Freshness is where an entry stands in its windows at a given instant.
 type Freshness int
 
@@ -120,17 +111,13 @@ func (e *Entry) Age(now time.Time) time.Duration {
 	return max(now.Sub(e.StoredAt), 0)
 }
 
-// Size approximates the bytes e holds: body, header names and values, and a
-// fixed overhead. It is the entry's weight in [Cache].
+// Size is the heap e takes as the cache keeps it (packed, see pack.go): the
+// struct, the header map with its values, and the body, each at the size
+// its allocation takes (weight.go). With its key and otter's node it is
+// the entry's weight in [Cache]. It does not depend on how e itself is
+// laid out, so an entry weighs the same before and after it is stored.
 func (e *Entry) Size() int64 {
-	n := int64(entryOverhead + len(e.Body))
-	for name, values := range e.Header {
-		n += int64(len(name))
-		for _, v := range values {
-			n += int64(len(v) + headerValueOverhead)
-		}
-	}
-	return n
+	return entryBytes + headerBytes(e.Header) + allocSize(len(e.Body))
 }
 
 // Renewed returns the copy of e that a 304 Not Modified produces: same

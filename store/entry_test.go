@@ -218,20 +218,41 @@ func assertHeader(t *testing.T, got, want http.Header) {
 
 func TestSize(t *testing.T) {
 	base := &Entry{Status: 200}
-	small := &Entry{Status: 200, Body: make([]byte, 100)}
-	big := &Entry{Status: 200, Body: make([]byte, 10_000)}
-	withHdr := &Entry{Status: 200, Body: make([]byte, 10_000), Header: http.Header{"X-Long": {string(make([]byte, 500))}}}
-	if base.Size() <= 0 {
-		t.Errorf("empty entry Size = %d, want > 0 (fixed overhead)", base.Size())
+	hdr := http.Header{"X-Long": {string(make([]byte, 500))}}
+	tests := []struct {
+		name string
+		e    *Entry
+		want int64 // over base
+	}{
+		{"body in its size class", &Entry{Status: 200, Body: make([]byte, 100)}, 112},
+		{"1 KiB and one byte", &Entry{Status: 200, Body: make([]byte, 1025)}, 1152},
+		{"spare capacity is not counted", &Entry{Status: 200, Body: make([]byte, 1025, 4096)}, 1152},
+		{"large body in pages", &Entry{Status: 200, Body: make([]byte, 40_000)}, 40_960},
+		{"one header value", &Entry{Status: 200, Header: hdr}, mapBytes(1) + 16 + 512},
 	}
-	if got := small.Size() - base.Size(); got != 100 {
-		t.Errorf("100-byte body adds %d, want 100", got)
+	if base.Size() != entryBytes || entryBytes < 136 {
+		t.Errorf("empty entry Size = %d, want the struct, %d", base.Size(), entryBytes)
 	}
-	if got := big.Size() - small.Size(); got != 9_900 {
-		t.Errorf("body growth adds %d, want 9900", got)
+	for _, tt := range tests {
+		if got := tt.e.Size() - base.Size(); got != tt.want {
+			t.Errorf("%s: adds %d, want %d", tt.name, got, tt.want)
+		}
+		if p := packed(tt.e); p.Size() != tt.e.Size() {
+			t.Errorf("%s: packed Size %d, unpacked %d", tt.name, p.Size(), tt.e.Size())
+		}
 	}
-	if got := withHdr.Size() - big.Size(); got < 506 {
-		t.Errorf("header adds %d, want >= 506", got)
+}
+
+func TestAllocSize(t *testing.T) {
+	// Go's size classes (runtime/sizeclasses.go) the rounding must land on.
+	tests := []struct{ n, want int }{
+		{0, 0}, {1, 16}, {17, 32}, {100, 112}, {129, 144}, {200, 208}, {300, 320},
+		{1024, 1024}, {1025, 1152}, {1153, 1280}, {2049, 2304}, {32 << 10, 32 << 10}, {32<<10 + 1, 40 << 10},
+	}
+	for _, tt := range tests {
+		if got := allocSize(tt.n); got != int64(tt.want) {
+			t.Errorf("allocSize(%d) = %d, want %d", tt.n, got, tt.want)
+		}
 	}
 }
 

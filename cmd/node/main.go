@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +50,7 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	level := new(slog.LevelVar)
 	level.Set(levelOf(cfg, getenv))
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	applyGC(cfg, getenv, log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, cfg, log, node.Options{
@@ -55,6 +58,23 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 		LoadConfig: func() (*config.Config, error) { return loadConfig(args, getenv, io.Discard) },
 		OnReload:   func(next *config.Config) { level.Set(levelOf(next, getenv)) },
 	})
+}
+
+// applyGC sets the collector from node.gc_percent and node.memory_limit
+// for the life of the process (a reload does not change them). GOGC and
+// GOMEMLIMIT, which the runtime read at start, win when set: they are the
+// operator's usual dials (go.dev/doc/gc-guide).
+func applyGC(cfg *config.Config, getenv func(string) string, log *slog.Logger) {
+	percent, limit := "GOGC", "GOMEMLIMIT"
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.Node.EffectiveGCPercent())
+		percent = strconv.Itoa(cfg.Node.EffectiveGCPercent())
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(cfg.EffectiveMemoryLimit())
+		limit = strconv.FormatInt(cfg.EffectiveMemoryLimit(), 10)
+	}
+	log.Info("garbage collector", "gc_percent", percent, "memory_limit", limit)
 }
 
 // levelOf is the log level: LEVEE_LOG_LEVEL when set, else node.log_level.

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// realEntry is an entry shaped as the engine stores one of the demo
+// upstream's 1 KiB answers: the header as net/http's client parses it (one
+// string per value) and the body as upstream.readBody reads it (one spare
+// byte of capacity).
+func realEntry(tb testing.TB, i int, now time.Time) *Entry {
+	tb.Helper()
+	body := strings.Repeat("b", 1025)
+	raw := fmt.Sprintf("HTTP/1.1 200 OK\r\nCache-Control: public, max-age=3600\r\nContent-Type: application/json\r\n"+
+		"Etag: \"v1-%016x\"\r\nLast-Modified: Tue, 01 Dec 2026 02:11:05 GMT\r\nX-Request-Id: du-%d\r\n"+
+		"Date: Tue, 01 Dec 2026 02:11:05 GMT\r\nContent-Length: %d\r\n\r\n%s", i*7919, i, len(body), body)
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := make([]byte, resp.ContentLength, resp.ContentLength+1)
+	if _, err := io.ReadFull(resp.Body, b); err != nil {
+		tb.Fatal(err)
+	}
+	return NewEntry(resp.StatusCode, resp.Header, b, now, Windows{Fresh: time.Hour})
+}
+
+// realKey is a primary key of the engine's shape for key i.
+func realKey(i int) string {
+	return fmt.Sprintf("api\x00GET\x00/api/stories/m%08dxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/comments?\x00t=", i)
+}
+
+// heapLive is the heap in use after a full collection.
+func heapLive() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkCacheMemory fills a cache with 200,000 real-shaped 1 KiB
+// entries and reports what each costs on the heap beside the weight the
+// cache gives it. Run it once: go test -run '^$' -bench CacheMemory
+// -benchtime 1x ./store/
+func BenchmarkCacheMemory(b *testing.B) {
+	const n = 200_000
+	for range b.N {
+		c := newTestCache(b, Config{MaxBytes: 4 << 30})
+		now := time.Now()
+		before := heapLive()
+		var bodies int64
+		for i := range n {
+			e := realEntry(b, i, now)
+			bodies += int64(len(e.Body))
+			c.Set(realKey(i), e)
+		}
+		live := heapLive() - before
+		st := c.Stats()
+		b.ReportMetric(float64(live)/n, "heap-B/entry")
+		b.ReportMetric(float64(st.Bytes)/n, "weight-B/entry")
+		b.ReportMetric(float64(bodies)/n, "body-B/entry")
+		b.ReportMetric(float64(st.Bytes)/float64(live), "weight/heap")
+		runtime.KeepAlive(c)
+	}
+}
