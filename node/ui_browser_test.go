@@ -39,6 +39,7 @@ import (
 // LEVEE_UI_SCREENSHOT=docs/operator-page.png (a path from the repository
 // root) saves a screenshot of the page at the end.
 func TestOperatorPageInChromium(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumPath(t)
 	orders, ordersURL := newOrdersUpstream(t)
 	c := newTestCluster(t, 3, breakerEdit(time.Minute, 1), ordersRoute(ordersURL))
