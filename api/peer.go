@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -260,7 +259,7 @@ func (s *Server) peerOnly(h func(w http.ResponseWriter, r *http.Request, body []
 			problem(w, r, fmt.Errorf("%w: no verified certificate", ErrPeerRefused))
 			return
 		}
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, peer.MaxMessage))
+		b, err := readMessage(w, r)
 		if err != nil {
 			problem(w, r, fmt.Errorf("%w: %v", ErrBadPeerFrame, err))
 			return
@@ -300,7 +299,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 		out.Result, out.Age, out.FreshFor = string(resp.Result), int64(resp.Age), int64(resp.FreshFor)
 		out.Detail, out.Attempts = resp.Detail, resp.Attempts
 	}
-	return writeMsgpack(w, out)
+	return writeForward(w, out)
 }
 
 // serveRaftApply applies a follower's entry. Decode bounds m.Data by

@@ -70,7 +70,7 @@ type ClientConfig struct {
 type Client struct {
 	cfg ClientConfig
 	tr  *http.Transport
-	hc  *http.Client
+	rt  http.RoundTripper // tr, or Wrap's
 }
 
 // NewClient builds a Client; it does no I/O.
@@ -113,7 +113,7 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Wrap != nil {
 		rt = cfg.Wrap(tr)
 	}
-	return &Client{cfg: cfg, tr: tr, hc: &http.Client{Transport: rt, Timeout: cfg.Timeout}}
+	return &Client{cfg: cfg, tr: tr, rt: rt}
 }
 
 // dialTimeout bounds opening a connection to a peer, TLS handshake
@@ -187,22 +187,29 @@ func (c *Client) RaftRemove(ctx context.Context, addr, id string) error {
 	return nil
 }
 
+// call sends in to addr's path and decodes the reply into out. It hands
+// the request straight to the transport, not through an http.Client: a
+// Client's Timeout costs every call a timer, a cancel context and their
+// bookkeeping (net/http's setRequestCancel), where one context deadline
+// bounds the exchange and the reply's body alike (issue 15).
 func (c *Client) call(ctx context.Context, addr, path string, in any, out versioned) error {
 	body, err := Encode(in)
 	if err != nil {
 		return fmt.Errorf("peer: encode: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: %w: %v", ErrUnreachable, ErrNotSent, err)
 	}
 	hreq.Header.Set("Content-Type", ContentType)
-	hresp, err := c.hc.Do(hreq)
+	hresp, err := c.rt.RoundTrip(hreq)
 	if err != nil {
 		return sendError(addr, err)
 	}
 	defer hresp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(hresp.Body, MaxMessage+1))
+	b, err := readReply(hresp)
 	if err != nil {
 		return fmt.Errorf("%w: %s: reading reply: %v", ErrUnreachable, addr, err)
 	}
@@ -222,6 +229,30 @@ func (c *Client) call(ctx context.Context, addr, path string, in any, out versio
 	}
 	return nil
 }
+
+// readReply reads a reply's body, at most MaxMessage+1 bytes (Decode
+// refuses more).
+func readReply(hresp *http.Response) ([]byte, error) {
+	return ReadBody(io.LimitReader(hresp.Body, MaxMessage+1), hresp.ContentLength)
+}
+
+// ReadBody reads body to its end in one allocation when its sender
+// declared a length of at most MaxPresized bytes (a forward's request or
+// answer, as a rule), and as io.ReadAll does otherwise: a peer that
+// declares more than it sends must not make the reader allocate it.
+func ReadBody(body io.Reader, declared int64) ([]byte, error) {
+	if declared < 0 || declared > MaxPresized {
+		return io.ReadAll(body)
+	}
+	b := make([]byte, declared)
+	if _, err := io.ReadFull(body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// MaxPresized bounds what ReadBody allocates on a peer's word alone.
+const MaxPresized = 256 << 10
 
 // sendError classifies a failed HTTP exchange with addr. Only a failed dial
 // proves the message never left: once a connection carries it, the peer

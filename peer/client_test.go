@@ -68,3 +68,30 @@ func TestAFailedDialIsNotSent(t *testing.T) {
 		t.Fatalf("err = %v, want ErrNotSent naming the dial's error", err)
 	}
 }
+
+// TestReadBody: a declared length is read in one allocation and a short
+// body is an error; an undeclared or oversized declaration reads what
+// comes, allocating only for the bytes that arrive.
+func TestReadBody(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		declared int64
+		want     string
+		err      bool
+	}{
+		{"declared", "hello", 5, "hello", false},
+		{"undeclared", "hello", -1, "hello", false},
+		{"empty", "", 0, "", false},
+		{"short of its declaration", "hel", 5, "", true},
+		{"declared past MaxPresized", "hello", MaxMessage, "hello", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := ReadBody(strings.NewReader(tt.body), tt.declared)
+			if (err != nil) != tt.err || string(b) != tt.want {
+				t.Fatalf("ReadBody = %q, %v; want %q, error %v", b, err, tt.want, tt.err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 // Package peer is Levee's node-to-node protocol: msgpack messages carried
-// over pooled, keep-alive HTTP/1.1 connections between nodes' API ports, and
-// authenticated by a token derived from cluster.secret.
+// as HTTP/2 (prior knowledge) requests over a few kept connections to each
+// node's internal port, where every connection is mutual TLS and its
+// certificate names the sender (see package connmux; WithSender, Sender).
 //
 // The calls: Forward (a non-owner hands a request to the key's owner,
 // which serves it and never forwards it again), Replicate (an owner pushes
@@ -15,4 +16,8 @@
 // the message's decoded size (MaxDecoded, MaxDepth, MaxRaftData), checked
 // by a walk over the bytes before the msgpack library sees them, not only
 // by its length (bounds.go).
+//
+// Forward's answer is on every forwarded request's path: the owner
+// encodes it into a pooled buffer (EncodeTo) and sends its length, and the
+// sender reads it into one allocation (ReadBody).
 package peer

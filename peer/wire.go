@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -213,8 +214,13 @@ func decode(b []byte, v versioned, budget uint64) (err error) {
 		}
 	}()
 	rd := bytes.NewReader(b)
-	dec := msgpack.NewDecoder(rd)
-	if err := dec.Decode(v); err != nil {
+	// A pooled decoder (the library's own pool): every forward decodes
+	// twice. It goes back only after a clean decode; a panic leaves it.
+	dec := msgpack.GetDecoder()
+	dec.Reset(rd)
+	err = dec.Decode(v)
+	msgpack.PutDecoder(dec) // drops its reader
+	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadMessage, err)
 	}
 	if rd.Len() != 0 {
@@ -302,3 +308,32 @@ func validateLookup(m *LookupResponse) error {
 	}
 	return validateEntry(m.Entry)
 }
+
+// EncodeTo encodes v into a pooled buffer and hands the bytes to write,
+// which must be done with them when it returns (an http.ResponseWriter's
+// Write is: it copies or sends them). Every forward's answer is encoded
+// so: the owner allocates no buffer to encode a hit.
+func EncodeTo(v any, write func([]byte) error) error {
+	buf := encodeBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	err := enc.Encode(v)
+	msgpack.PutEncoder(enc)
+	if err == nil {
+		err = write(buf.Bytes())
+	}
+	if buf.Cap() <= maxPooledBuffer {
+		encodeBufs.Put(buf)
+	}
+	return err
+}
+
+// maxPooledBuffer: a buffer that grew past it for a large body goes to
+// the garbage collector rather than back to the pool, so the pool never
+// pins megabytes.
+const maxPooledBuffer = 64 << 10
+
+// encodeBufs is EncodeTo's buffers; a sync.Pool holds no state a caller
+// can see (net/http and the msgpack library keep theirs the same way).
+var encodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}

@@ -44,7 +44,11 @@ func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bo
 	if !ok || e.Freshness(now) != store.Fresh {
 		return nil, false
 	}
-	return &proxy.Response{Status: e.Status, Header: e.Header.Clone(), Body: e.Body, Result: proxy.Hit,
+	// The entry's own header map and body, shared read-only as
+	// proxy.Engine.fromEntry shares a cached entry's (see proxy.Response):
+	// api.Server.write copies the map (proxy.CopyCleanHeader) and changes
+	// only its copy, so a near hit copies nothing.
+	return &proxy.Response{Status: e.Status, Header: e.Header, Body: e.Body, Result: proxy.Hit,
 		Age: e.Age(now), Detail: "near-cache", FreshFor: e.FreshUntil.Sub(now)}, true
 }
 
@@ -89,6 +93,9 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 		return e
 	}
 	n.c.Set(k, window(&store.Entry{Header: http.Header{"Vary": names}, StoredAt: now}))
-	n.c.Set(proxy.VaryKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header.Clone(),
+	// resp.Header is handed over, not cloned: it is read-only
+	// (proxy.Response), and the store keeps a packed copy of every entry
+	// it holds (store/pack.go), so a clone here was a second copy.
+	n.c.Set(proxy.VaryKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header,
 		Body: resp.Body, StoredAt: now.Add(-resp.Age)}))
 }
