@@ -329,7 +329,7 @@ func (s *Server) serveRaftApply(w http.ResponseWriter, r *http.Request, b []byte
 		return nil
 	}
 	if err != nil {
-		res.Err = err.Error()
+		res.Err, res.Retry = err.Error(), leaderBusy(err)
 	}
 	res.Data = data
 	return writeMsgpack(w, res)
@@ -345,9 +345,16 @@ func serveRaftRemove(w http.ResponseWriter, r *http.Request, b []byte, rr RaftRe
 	}
 	res := &peer.RaftRemoveResult{V: peer.Version}
 	if err := rr.RemoveFromPeer(r.Context(), m.ID); err != nil {
-		res.Err = err.Error()
+		res.Err, res.Retry = err.Error(), leaderBusy(err)
 	}
 	return writeMsgpack(w, res)
+}
+
+// leaderBusy reports whether err says the leader could not act now, so
+// the follower that forwarded the command answers its caller 503 +
+// Retry-After, as it would for its own commit (peer.ErrLeaderBusy).
+func leaderBusy(err error) bool {
+	return errors.Is(err, consensus.ErrTimeout) || errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrNotLeader)
 }
 
 // sameSender refuses a message whose own From is not the node its

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/levee/levee/consensus"
@@ -21,7 +22,7 @@ func (f peerForward) apply(ctx context.Context, leaderID, _ string, data []byte)
 	if !ok {
 		return nil, fmt.Errorf("%w: no address for leader %s", consensus.ErrNoLeader, leaderID)
 	}
-	return f.client.RaftApply(ctx, addr, data)
+	return busyAsTimeout(f.client.RaftApply(ctx, addr, data))
 }
 
 func (f peerForward) remove(ctx context.Context, leaderID, _, id string) error {
@@ -29,5 +30,16 @@ func (f peerForward) remove(ctx context.Context, leaderID, _, id string) error {
 	if !ok {
 		return fmt.Errorf("%w: no address for leader %s", consensus.ErrNoLeader, leaderID)
 	}
-	return f.client.RaftRemove(ctx, addr, id)
+	_, err := busyAsTimeout(nil, f.client.RaftRemove(ctx, addr, id))
+	return err
+}
+
+// busyAsTimeout gives a leader's "could not act now" the sentinel the
+// follower's own commit would have had (consensus.ErrTimeout: outcome
+// unknown, retry), which the API answers with 503 + Retry-After.
+func busyAsTimeout(out []byte, err error) ([]byte, error) {
+	if errors.Is(err, peer.ErrLeaderBusy) {
+		return nil, fmt.Errorf("%w: %w", consensus.ErrTimeout, err)
+	}
+	return out, err
 }

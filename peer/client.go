@@ -29,6 +29,11 @@ var (
 	ErrTimeout = errors.New("peer: no answer in time")
 )
 
+// ErrLeaderBusy wraps a Raft leader's answer that it could not act now
+// (no leader, leadership lost mid-commit, the commit timed out): the
+// outcome may be unknown, and the caller may retry.
+var ErrLeaderBusy = errors.New("peer: the leader could not act now")
+
 type senderKey struct{}
 
 // WithSender is ctx carrying the name of the node a peer message came
@@ -169,7 +174,7 @@ func (c *Client) RaftApply(ctx context.Context, addr string, data []byte) ([]byt
 		return nil, err
 	}
 	if res.Err != "" {
-		return nil, errors.New(res.Err)
+		return nil, leaderError(res.Err, res.Retry)
 	}
 	return res.Data, nil
 }
@@ -182,9 +187,18 @@ func (c *Client) RaftRemove(ctx context.Context, addr, id string) error {
 		return err
 	}
 	if res.Err != "" {
-		return errors.New(res.Err)
+		return leaderError(res.Err, res.Retry)
 	}
 	return nil
+}
+
+// leaderError is a leader's error text as an error, wrapping ErrLeaderBusy
+// when the leader said a retry may succeed.
+func leaderError(text string, retry bool) error {
+	if retry {
+		return fmt.Errorf("%w: %s", ErrLeaderBusy, text)
+	}
+	return errors.New(text)
 }
 
 // call sends in to addr's path and decodes the reply into out. It hands

@@ -158,6 +158,11 @@ type RaftApplyResult struct {
 	V    uint8  `msgpack:"v"`
 	Data []byte `msgpack:"data"`
 	Err  string `msgpack:"err"`
+	// Retry is set with an Err that says the cluster could not act now
+	// (no leader, leadership lost, the commit timed out): the caller may
+	// retry. A node of the release before it sends none, and is read as a
+	// plain error.
+	Retry bool `msgpack:"retry,omitempty"`
 }
 
 // RaftRemove asks the leader to remove server ID from the Raft
@@ -173,6 +178,8 @@ type RaftRemove struct {
 type RaftRemoveResult struct {
 	V   uint8  `msgpack:"v"`
 	Err string `msgpack:"err"`
+	// Retry: as RaftApplyResult's.
+	Retry bool `msgpack:"retry,omitempty"`
 }
 
 // versioned is implemented by every message, so Decode can check V.
