@@ -26,12 +26,8 @@ run: dotenv
 vet:
 	$(GO) vet ./...
 
-# -parallel 4: the node package's cluster tests mostly wait (on Raft
-# commits, gossip, Retry-After windows), not compute: four at a time take
-# it from ~81 s to ~58 s on 2 cores, and make test still passes with a
-# second make test running beside it.
 unit:
-	$(GO) test -race -count=1 -parallel 4 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
 
 test: vet rules unit
 
