@@ -112,8 +112,8 @@ func TestParseInvalid(t *testing.T) {
 		{name: "zero stabilization_time", src: withCluster("{stabilization_time: 0s}"), want: []string{"cluster.stabilization_time: must be > 0"}},
 		{name: "zero forward", src: withCluster("{forward_timeout: 0s}"), want: []string{"cluster.forward_timeout: must be > 0"}},
 		{name: "negative near cache", src: withCluster("{near_cache: {max_bytes: -1}}"), want: []string{"cluster.near_cache.max_bytes: must be >= 0"}},
-		{name: "near ttl zero", src: withCluster("{near_cache: {ttl: 0s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1s]"}},
-		{name: "near ttl too long", src: withCluster("{near_cache: {ttl: 2s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1s]"}},
+		{name: "near ttl zero", src: withCluster("{near_cache: {ttl: 0s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m]"}},
+		{name: "near ttl too long", src: withCluster("{near_cache: {ttl: 61s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m]"}},
 		{name: "zero cache", src: "cache: {max_bytes: 0}\n" + oneRoute(""), want: []string{"cache.max_bytes: must be > 0"}},
 
 		// route identity

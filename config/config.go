@@ -109,10 +109,18 @@ func (t ClusterTLS) IsZero() bool { return t == ClusterTLS{} }
 type NearCache struct {
 	// MaxBytes caps the near cache. Default 16MiB; 0 disables it.
 	MaxBytes ByteSize `yaml:"max_bytes"`
-	// TTL is how long a near entry is served. Default 1s; in (0, 1s] so a
-	// near entry never hides the owner's state for long.
+	// TTL is how long a near entry is served, never past the entry's own
+	// freshness. Default 1s; in (0, MaxNearCacheTTL]. Writes and purges
+	// remove near entries on every member they reach, so TTL bounds what
+	// a member cut off from them serves: longer spares the owners more
+	// forwards (docs/benchmarks.md) and lets a partitioned member answer
+	// from a pre-write copy for longer.
 	TTL Duration `yaml:"ttl"`
 }
+
+// MaxNearCacheTTL bounds cluster.near_cache.ttl: a near copy is a
+// shortcut past the owner, never a second cache.
+const MaxNearCacheTTL = time.Minute
 
 // Cache sizes the local cache of entries this node owns.
 type Cache struct {

@@ -191,7 +191,7 @@ func (v *validator) cluster(c *Cluster) {
 	v.positive("cluster.stabilization_time", c.StabilizationTime)
 	v.positive("cluster.forward_timeout", c.ForwardTimeout)
 	v.check(c.NearCache.MaxBytes >= 0, "cluster.near_cache.max_bytes", "must be >= 0")
-	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= time.Second, "cluster.near_cache.ttl", "must be in (0, 1s]")
+	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= MaxNearCacheTTL, "cluster.near_cache.ttl", "must be in (0, 1m]")
 }
 
 // validNodeName reports whether s can name a node: it becomes a raft server

@@ -89,7 +89,7 @@ type Config struct {
 	NearCacheBytes int64
 	// NearCacheTTL is the longest a near-cached answer is reused, never
 	// past its own freshness (cluster.near_cache.ttl). Default 1s; at
-	// most 1s.
+	// most config.MaxNearCacheTTL (1m).
 	NearCacheTTL time.Duration
 	// HandoffInterval is how often entries a member still lacks are pushed
 	// again between membership changes. Default 3s.
@@ -162,8 +162,8 @@ func (c Config) Validate() error {
 		return errors.New("replica: Ring, Members and Transport are required")
 	case c.Replication < 0 || c.NearCacheBytes < 0:
 		return fmt.Errorf("replica: Replication %d and NearCacheBytes %d must be >= 0", c.Replication, c.NearCacheBytes)
-	case c.NearCacheBytes > 0 && (c.NearCacheTTL <= 0 || c.NearCacheTTL > time.Second):
-		return fmt.Errorf("replica: NearCacheTTL %s must be in (0, 1s]", c.NearCacheTTL)
+	case c.NearCacheBytes > 0 && (c.NearCacheTTL <= 0 || c.NearCacheTTL > time.Minute):
+		return fmt.Errorf("replica: NearCacheTTL %s must be in (0, 1m]", c.NearCacheTTL)
 	case c.HandoffInterval <= 0 || c.LookupTimeout <= 0 || c.PushTimeout <= 0:
 		return errors.New("replica: HandoffInterval, LookupTimeout and PushTimeout must be > 0")
 	case c.HandoffMaxEntries <= 0 || c.HandoffMaxBytes <= 0 || c.QueueSize <= 0 || c.Workers <= 0:

@@ -9,7 +9,7 @@ import (
 )
 
 // nearCache holds, on a non-owner, answers it just got from a key's owner,
-// for at most ttl (≤ 1 s) and never past the entry's own freshness, so one
+// for at most ttl (cluster.near_cache.ttl, ≤ 1 m) and never past the entry's own freshness, so one
 // hot key does not pin all its traffic on its owner. The underlying otter
 // cache admits by frequency (W-TinyLFU), so under pressure it keeps the hot
 // keys and turns away one-hit wonders.
