@@ -84,6 +84,8 @@ type Plane struct {
 	SubmitJob func(ctx context.Context, data []byte) ([]byte, error)
 	Proposer  breaker.Proposer   // commits breaker commands (and admin ones)
 	Gossip    *raftgossip.Bridge // gossip view in, Raft state out
+
+	log *slog.Logger
 }
 
 // New builds a Plane; it does no I/O.
@@ -92,7 +94,7 @@ func New(cfg Config) (*Plane, error) {
 		return nil, errors.New("control: Node and Table are required")
 	}
 	cfg = cfg.withDefaults()
-	p := &Plane{}
+	p := &Plane{log: cfg.Logger}
 	cc := cfg.Consensus
 	if cfg.LeaderAddr != nil {
 		f := peerForward{client: cfg.Peers, addr: cfg.LeaderAddr}
@@ -162,12 +164,38 @@ func (p *Plane) breakers(cfg Config) error {
 	return err
 }
 
-// Start opens the breaker's catch-up grace and starts Raft. A damaged Raft
-// store comes back as consensus.ErrDamaged: the caller may serve on
-// without Raft, the local guard deciding.
+// Start opens the breaker's catch-up grace and starts Raft. A damaged
+// Raft store (consensus.ErrDamaged) is no reason to stop serving, nor to
+// exit into a crash loop on the same bytes: the plane runs degraded,
+// without Raft, its breakers decided by the local guard
+// (breaker.Replicated, since Raft is never healthy), until the data dir
+// is repaired (docs/runbook.md; Node.Damaged says why), and Start returns
+// nil. Any other failure, such as the Raft port being taken, is returned.
 func (p *Plane) Start(ctx context.Context) error {
 	p.Breaker.Start()
-	return p.Node.Start(ctx)
+	err := p.Node.Start(ctx)
+	if errors.Is(err, consensus.ErrDamaged) {
+		p.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
+		return nil
+	}
+	return err
+}
+
+// AnnounceStop is a graceful stop's word to the Raft group: a leader hands
+// leadership over and the seat is kept (a stop is not a leave,
+// consensus/seat.go), or, with giveUpSeat (node.leave_on_terminate), the
+// node removes its own seat. A failure is logged, not returned: the stop
+// goes on either way.
+func (p *Plane) AnnounceStop(ctx context.Context, self string, giveUpSeat bool) {
+	if giveUpSeat {
+		if err := p.Node.RemoveServer(ctx, self); err != nil {
+			p.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
+		}
+		return
+	}
+	if err := p.Node.StepDown(ctx); err != nil {
+		p.log.Warn("raft step down", "err", err)
+	}
 }
 
 // Allow is the gate the proxy calls (proxy.Gate).

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -48,8 +47,8 @@ func (n *Node) startCluster(ctx context.Context) error {
 	if n.raft == nil {
 		return nil
 	}
-	if err := n.startRaft(ctx); err != nil {
-		return err
+	if err := n.raft.Start(ctx); err != nil { // a damaged store runs degraded: nil
+		return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
 	}
 	n.jobs.Start()                 // delivers only while this node leads
 	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
@@ -63,25 +62,6 @@ func (n *Node) startCluster(ctx context.Context) error {
 		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
-}
-
-// startRaft starts Raft. A damaged Raft store (consensus.ErrDamaged) is
-// no reason to stop serving, nor to exit into a crash loop on the same
-// bytes: the node runs degraded, without Raft, its breakers decided by the
-// local guard (breaker.Replicated, since Raft is never healthy), /-/readyz
-// answering 503 and levee_raft_degraded at 1 until the data dir is
-// repaired (docs/runbook.md). Any other failure, such as the Raft port
-// being taken, stops Start.
-func (n *Node) startRaft(ctx context.Context) error {
-	err := n.raft.Start(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, consensus.ErrDamaged):
-		n.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
-		return nil
-	}
-	return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
 }
 
 // listenConfig bounds node.http by the node.* limits.
@@ -189,19 +169,10 @@ func (n *Node) announceStop() {
 	if n.cluster != nil {
 		n.cluster.Leave()
 	}
-	if n.raft == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
-	defer cancel()
-	if n.cfg.Node.LeaveOnTerminate {
-		if err := n.raft.Node.RemoveServer(ctx, n.cfg.Node.Name); err != nil {
-			n.log.Warn("leave_on_terminate: could not give up the raft seat; it is kept", "err", err)
-		}
-		return
-	}
-	if err := n.raft.Node.StepDown(ctx); err != nil {
-		n.log.Warn("raft step down", "err", err)
+	if n.raft != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
+		defer cancel()
+		n.raft.AnnounceStop(ctx, n.cfg.Node.Name, n.cfg.Node.LeaveOnTerminate)
 	}
 }
 

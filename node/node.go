@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,11 +25,15 @@ import (
 	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/queue"
+	"github.com/levee/levee/replica"
 	"github.com/levee/levee/routecfg"
 	"github.com/levee/levee/store"
 	"github.com/levee/levee/ui"
 	"github.com/levee/levee/upstream"
 )
+
+// cacheFile is where cache.persist keeps the cache between runs.
+const cacheFile = "cache.snapshot"
 
 // nowFunc is the node's clock.
 type nowFunc = func() time.Time
@@ -162,7 +167,10 @@ func (n *Node) wire() error {
 		}
 	}
 	n.registerGauges()
-	n.persist = n.persistence()
+	if n.cfg.Cache.Persist { // the cache between runs, in data_dir
+		n.persist = replica.CacheFile(filepath.Join(n.cfg.Node.DataDir, cacheFile), n.cfg.Cache.PersistInterval.D(),
+			n.cache.All(), n.engine.Put, n.log.With("subsystem", "persist"))
+	}
 	return n.wireAPI(proposer)
 }
 
