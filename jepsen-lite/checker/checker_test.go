@@ -195,6 +195,28 @@ func TestBreakerAgreement(t *testing.T) {
 			h.Upstream = []history.UpstreamCall{call("acme", "/api/a", 15.5, 503, "n2"), call("acme", "/api/b", 15.6, 503, "n3")}
 			return h
 		}},
+		{name: "reads after the probe that closed the route are not probes", pass: true, build: func() *History {
+			// The first closed sample comes a tick after the probe's answer
+			// (trip's closed run starts at 20): the reads in between are
+			// the closed route's traffic.
+			h := trip(0.05)
+			h.Upstream = []history.UpstreamCall{job("acme", "j1", 15.5, 503), job("acme", "j2", 19.96, 201),
+				call("acme", "/api/a", 19.97, 200, "n1"), call("acme", "/api/b", 19.97, 200, "n3")}
+			return h
+		}},
+		{name: "a read sent before the closing probe was answered is a second probe", pass: false, violations: 1, build: func() *History {
+			h := trip(0.05)
+			h.Upstream = []history.UpstreamCall{job("acme", "j2", 19.90, 201), call("acme", "/api/a", 19.89, 503, "n1")}
+			h.Upstream[0].Answered = sec(19.95)
+			return h
+		}},
+		{name: "two queued jobs delivered in one half-open period are two probes", pass: false, violations: 1, build: func() *History {
+			// Same path, same node, less than the retry gap apart: only the
+			// Idempotency-Key tells the second delivery from a retry.
+			h := trip(0.05)
+			h.Upstream = []history.UpstreamCall{job("acme", "j1", 15.5, 503), job("acme", "j2", 15.6, 503)}
+			return h
+		}},
 		{name: "but only one", pass: false, violations: 1, build: func() *History {
 			h := trip(0.05)
 			h.Faults = []history.Fault{fault("kill", 8, 14, "n3")}

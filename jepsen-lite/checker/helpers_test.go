@@ -37,6 +37,12 @@ func call(tenant, key string, at float64, status int, node string) history.Upstr
 	return history.UpstreamCall{Time: sec(at), Tenant: tenant, Key: key, Status: status, Node: node}
 }
 
+// job is a delivery of queued job id from n2, answered at once.
+func job(tenant, id string, at float64, status int) history.UpstreamCall {
+	return history.UpstreamCall{Time: sec(at), Tenant: tenant, Key: "/api/jobs", Status: status, Node: "n2",
+		Method: "POST", IdempotencyKey: id, Answered: sec(at)}
+}
+
 func fault(kind string, from, to float64, targets ...string) history.Fault {
 	return history.Fault{Kind: kind, Start: sec(from), End: sec(to), Targets: targets}
 }

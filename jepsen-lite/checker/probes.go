@@ -1,6 +1,8 @@
 package checker
 
 import (
+	"fmt"
+	"net/http"
 	"sort"
 
 	"github.com/levee/levee/jepsen-lite/history"
@@ -8,12 +10,17 @@ import (
 
 // logicalCall is a run of upstream calls for one (tenant, key) from one
 // node, each within retryGap of the previous: one logical call and its
-// retries.
+// retries. Deliveries of queued jobs share a path, so their calls are told
+// apart by the job's Idempotency-Key: two jobs delivered 5 s apart are two
+// logical calls (two probes), not one call and its retry.
 type logicalCall struct {
 	node        string
 	key         tenantKey
+	job         string // Idempotency-Key, "" for a read
 	first, last int64
 	calls       int
+	status      int   // the last attempt's status
+	succeeded   int64 // when the first attempt the breaker counts a success was answered; 0 if none
 }
 
 // retryGap bounds the wait between two attempts of one logical call: the
@@ -25,6 +32,11 @@ const retryGap = 11e9
 // (or the run end). Logical calls that began inside it, after the first
 // OpenFor minus ClockSlack, are probes; two of them less than OpenFor −
 // ClockSlack apart mean two probes in one half-open period.
+//
+// The transition to closed is the first sample showing it, up to a
+// sampling tick after the probe that closed the route was answered: calls
+// that began after a probe's successful answer are the closed route's
+// traffic, not more probes, and are not judged.
 func probes(h *History, cfg Config, b *result, ts []transition) (periods, total, maxPer int) {
 	calls := logicalCalls(h.Upstream)
 	gap := (h.Meta.Routes.BreakerOpenFor - cfg.ClockSlack).Nanoseconds()
@@ -47,6 +59,7 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 			}
 			in = append(in, c)
 		}
+		in = untilClosedBy(in)
 		total += len(in)
 		per := 1
 		for i := 1; i < len(in); i++ {
@@ -56,15 +69,38 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 			}
 			per++
 			maxPer = max(maxPer, per)
-			b.violate(in[i].first, "more than one probe: upstream calls %s apart while the breaker is open/half-open: %s %s from %s at %s, %s %s from %s",
-				ms(in[i].first-in[i-1].first), in[i-1].key.tenant, in[i-1].key.key, orUnknown(in[i-1].node), secs(in[i-1].first),
-				in[i].key.tenant, in[i].key.key, orUnknown(in[i].node))
+			b.violate(in[i].first, "more than one probe: upstream calls %s apart while the breaker is open/half-open: %s at %s, %s",
+				ms(in[i].first-in[i-1].first), in[i-1], secs(in[i-1].first), in[i])
 		}
 		if len(in) > 0 {
 			maxPer = max(maxPer, 1)
 		}
 	}
 	return periods, total, maxPer
+}
+
+// untilClosedBy drops the calls (ordered by start) that began after an
+// earlier one among them succeeded: that probe closed the route.
+func untilClosedBy(in []logicalCall) []logicalCall {
+	closed := int64(-1)
+	for i, c := range in {
+		if closed >= 0 && c.first >= closed {
+			return in[:i]
+		}
+		if c.succeeded > 0 && (closed < 0 || c.succeeded < closed) {
+			closed = c.succeeded
+		}
+	}
+	return in
+}
+
+// String names the call in a violation: what, from where, how it ended.
+func (c logicalCall) String() string {
+	what := c.key.tenant + " " + c.key.key
+	if c.job != "" {
+		what += " (job " + c.job + ")"
+	}
+	return fmt.Sprintf("%s from %s (%d call(s), last status %d)", what, orUnknown(c.node), c.calls, c.status)
 }
 
 // openPeriods returns [start, end] of every span out of closed.
@@ -93,18 +129,24 @@ func logicalCalls(in []history.UpstreamCall) []logicalCall {
 	type nk struct {
 		node string
 		key  tenantKey
+		job  string
 	}
 	open := map[nk]int{}
 	var out []logicalCall
 	for _, c := range calls {
-		k := nk{c.Node, tenantKey{c.Tenant, c.Key}}
-		if i, ok := open[k]; ok && c.Time-out[i].last <= retryGap {
-			out[i].last = c.Time
-			out[i].calls++
-			continue
+		k := nk{c.Node, tenantKey{c.Tenant, c.Key}, c.IdempotencyKey}
+		i, ok := open[k]
+		if !ok || c.Time-out[i].last > retryGap {
+			i = len(out)
+			open[k] = i
+			out = append(out, logicalCall{node: c.Node, key: k.key, job: k.job, first: c.Time})
 		}
-		open[k] = len(out)
-		out = append(out, logicalCall{node: c.Node, key: k.key, first: c.Time, last: c.Time, calls: 1})
+		lc := &out[i]
+		lc.last, lc.status = c.Time, c.Status
+		lc.calls++
+		if lc.succeeded == 0 && breakerSuccess(c) {
+			lc.succeeded = max(c.Answered, c.Time)
+		}
 	}
 	return out
 }
@@ -130,4 +172,10 @@ func catchingUp(rs []restart, at, grace int64) bool {
 		}
 	}
 	return false
+}
+
+// breakerSuccess reports whether Levee's breaker counts c's answer a
+// success: an answer below 500 other than 429 (proxy's failureStatus).
+func breakerSuccess(c history.UpstreamCall) bool {
+	return c.Status > 0 && c.Status < 500 && c.Status != http.StatusTooManyRequests
 }
