@@ -55,7 +55,7 @@ type Node struct {
 	observations chan raft.Observation
 
 	hadState      atomic.Bool  // state found on disk at Start, or bootstrapped since
-	restarted     atomic.Bool  // state found on disk at Start
+	restarted     atomic.Bool  // state found on disk at Start; true before (see Restarted)
 	caughtUp      atomic.Bool  // latched by CaughtUp, see catchup.go
 	leaderKnownAt atomic.Int64 // UnixNano when a leader was first known since Start (settled)
 	leaderSince   atomic.Int64 // UnixNano when this node became leader; 0 when not leader
@@ -90,6 +90,7 @@ func New(cfg Config, sm StateMachine) (*Node, error) {
 		cancel:       cancel,
 	}
 	n.fsm = &fsm{sm: sm, log: log, rejected: &n.stats.applyErrors}
+	n.restarted.Store(true) // until Start has looked: see Restarted
 	return n, nil
 }
 
@@ -272,7 +273,11 @@ func (n *Node) Addr() string {
 func (n *Node) ID() string { return n.cfg.NodeID }
 
 // Restarted reports whether the node found Raft state on disk at Start:
-// its state machine may then hold a stale view until it catches up.
+// its state machine may then hold a stale view until it catches up. Until
+// Start has read the disk (and when it could not: a damaged store) it is
+// true, since the node may hold saved state it has not read: a node that
+// serves before Raft opens its stores (node.http listens first) must not
+// take its empty table for the cluster's, as a fresh node may.
 func (n *Node) Restarted() bool { return n.restarted.Load() }
 
 // HasState reports whether this node holds Raft state: found on disk at

@@ -62,8 +62,14 @@ func TestLifecycleAndErrors(t *testing.T) {
 	if got := n.State().State; got != "NotStarted" {
 		t.Fatalf("State before Start = %q", got)
 	}
+	if !n.Restarted() {
+		t.Fatal("Restarted before Start = false: a node that has not read its disk may hold saved state")
+	}
 	if err := n.Start(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if n.Restarted() {
+		t.Fatal("Restarted after a Start that found no state = true")
 	}
 	if err := n.Start(t.Context()); err == nil {
 		t.Fatal("second Start succeeded")

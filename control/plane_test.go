@@ -1,0 +1,81 @@
+package control
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/consensus"
+)
+
+// TestAPlaneNotYetStartedLetsOneCallPerRouteThrough: node.http serves
+// before Raft has opened its stores, so a restarted node's first requests
+// meet an empty breaker table that is not the cluster's (which may hold
+// the route open). Until Raft has read the disk the node counts as
+// restarted: one call per route per open period, the rest refused as by an
+// open breaker. Once Raft has started without saved state (a fresh node),
+// the guard decides alone and a burst goes through.
+func TestAPlaneNotYetStartedLetsOneCallPerRouteThrough(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start bool
+		want  int
+	}{
+		{name: "raft not started yet", want: 1},
+		{name: "raft started, no saved state", start: true, want: 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := New(Config{
+				Node:      "n1",
+				Table:     breaker.NewTable(nil),
+				Routes:    func(string) (breaker.Settings, bool) { return breaker.DefaultSettings(), true },
+				Consensus: consensus.Config{NodeID: "n1", BindAddr: "127.0.0.1:0", InMemory: true, Timings: consensus.FastTimings()},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Node.Close() })
+			if tc.start {
+				if err := p.Start(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := allowedOfBurst(t.Context(), p, 20); got != tc.want {
+				t.Errorf("calls let through of a burst of 20 = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// allowedOfBurst asks p's gate for n calls on one route at once and
+// counts those let through; each reports success afterwards.
+func allowedOfBurst(ctx context.Context, p *Plane, n int) int {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		allowed int
+	)
+	start := make(chan struct{})
+	dones := make(chan breaker.DoneFunc, n)
+	for range n {
+		wg.Go(func() {
+			<-start
+			done, err := p.Allow(ctx, "comments", breaker.DefaultSettings())
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			allowed++
+			mu.Unlock()
+			dones <- done
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(dones)
+	for done := range dones {
+		_ = done(ctx, false)
+	}
+	return allowed
+}
