@@ -3,11 +3,14 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"github.com/levee/levee/internal/testutil"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,7 +20,21 @@ import (
 	"github.com/levee/levee/demoupstream"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
+// minParallel is how many of this package's parallel tests run at once
+// unless -parallel says otherwise: they mostly wait on real timers (Raft
+// elections, gossip, open periods), using about a third of two cores at
+// -parallel 2, so on a 2-core machine a third runs beside them.
+const minParallel = 3
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit && runtime.GOMAXPROCS(0) < minParallel {
+		_ = flag.Set("test.parallel", strconv.Itoa(minParallel))
+	}
+	goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures)
+}
 
 // fakeClock is the node's clock: cache windows and breaker timeouts pass
 // when a test says so. Upstream retry waits stay on real time (they are a
