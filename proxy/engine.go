@@ -186,11 +186,10 @@ func (e *Engine) RoutingKey(r *Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
-	pr, err := prepare(rt, r)
-	if err != nil {
+	if err := check(rt, r); err != nil {
 		return "", err
 	}
-	return routingKey(rt, pr), nil
+	return routingKey(rt, r), nil
 }
 
 // InFlight returns the number of upstream fetches in flight.

@@ -31,21 +31,29 @@ func DroppedByDefault() []string { return slices.Clone(droppedByDefault) }
 // the headers are those the upstream may see. A refusal wraps
 // ErrBadRequest. r itself is not modified.
 func prepare(rt *Route, r *Request) (*Request, error) {
-	if err := checkURL(r); err != nil {
-		return nil, err
-	}
-	if cacheable(r.Method) && len(r.Body) > 0 {
-		// RFC 9110 §9.3.1: a GET body has no defined meaning, and a cache
-		// keys GETs without it, so two different bodies would share an
-		// answer (and some upstreams read it, some do not: smuggling bait).
-		return nil, fmt.Errorf("%w: %s with a body", ErrBadRequest, r.Method)
-	}
-	if _, err := resolveTenant(rt, r.Header); err != nil {
+	if err := check(rt, r); err != nil {
 		return nil, err
 	}
 	c := *r
 	c.Header = inboundHeader(rt, r.Header)
 	return &c, nil
+}
+
+// check holds r to prepare's rules without copying it: what RoutingKey
+// needs, since the routing key reads the tenant from r's own header (no
+// route may keep its tenant header from the upstream, config checks).
+func check(rt *Route, r *Request) error {
+	if err := checkURL(r); err != nil {
+		return err
+	}
+	if cacheable(r.Method) && len(r.Body) > 0 {
+		// RFC 9110 §9.3.1: a GET body has no defined meaning, and a cache
+		// keys GETs without it, so two different bodies would share an
+		// answer (and some upstreams read it, some do not: smuggling bait).
+		return fmt.Errorf("%w: %s with a body", ErrBadRequest, r.Method)
+	}
+	_, err := resolveTenant(rt, r.Header)
+	return err
 }
 
 // checkURL holds r's path and query to prepare's rules.

@@ -117,6 +117,36 @@ func TestRequestsTheRouteRefuses(t *testing.T) {
 	}
 }
 
+// TestRoutingKeyIsTheKeyOfThePreparedRequest: RoutingKey reads the
+// client's request as it came (no copy), and must give the key of the
+// request Serve prepares, whatever headers the route keeps from the
+// upstream.
+func TestRoutingKeyIsTheKeyOfThePreparedRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.DenyHeaders = []string{"X-Secret"}
+		rg := newRig(t, rt)
+		route, _ := rg.engine.route(rt.Name)
+		for _, r := range []*Request{
+			get("s/1"),
+			get("s/1?b=2&a=1", "X-Tenant", "acme"),
+			get("s/1", "X-Tenant", "acme", "X-Secret", "s", "Accept-Encoding", "br", "X-Original-Url", "/admin"),
+		} {
+			got, err := rg.engine.RoutingKey(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := prepare(route, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := routingKey(route, pr); got != want {
+				t.Errorf("RoutingKey(%v) = %q, want the prepared request's %q", r.Header, got, want)
+			}
+		}
+	})
+}
+
 func TestSetForwarded(t *testing.T) {
 	forged := func() http.Header {
 		return http.Header{
