@@ -291,6 +291,32 @@ func TestNoTimeTravelAcrossKillAll(t *testing.T) {
 	})
 }
 
+// TestNoTimeTravelWhileTheClusterReforms: a node back from a whole-cluster
+// restart that has not yet seen the others answers as the owner of every
+// key; a newer copy it fetched then, followed by the real owner's older
+// one, is two owners at once (counted, not judged), as long as the newer
+// answer came before the node was ready and its owner was itself.
+func TestNoTimeTravelWhileTheClusterReforms(t *testing.T) {
+	const k = "stories/1/comments"
+	reform := func(newerAt float64, newerOwner, olderOwner string) func() *History {
+		return func() *History {
+			h := base()
+			h.Faults = []history.Fault{fault(kindRestartAll, 10, 20, "n1", "n2", "n3")}
+			okRead(h, 1, "n3", "acme", k, newerAt, 6, newerAt)
+			h.Ops[len(h.Ops)-1].Owner = newerOwner
+			okRead(h, 1, "n2", "acme", k, 21, 5, 1)
+			h.Ops[len(h.Ops)-1].Owner = olderOwner
+			return h
+		}
+	}
+	runCases(t, NoTimeTravel, []checkCase{
+		{name: "the newer copy from a rejoining node acting as owner", pass: true, build: reform(19.5, "n3", "n1")},
+		{name: "the newer copy from the same owner", violations: 1, build: reform(19.5, "n1", "n1")},
+		{name: "the newer copy forwarded to another owner", violations: 1, build: reform(19.5, "n1", "n2")},
+		{name: "the newer copy after the node was ready", violations: 1, build: reform(20.5, "n3", "n1")},
+	})
+}
+
 // TestFirstRefetchAfterRestartFigure: after restart-all, a kept key's
 // first upstream call is conditional (the node loaded its copy); a key
 // called unconditionally counts against it; calls before the end do not
