@@ -210,6 +210,23 @@ func TestBreakerAgreement(t *testing.T) {
 			h.Upstream[0].Answered = sec(19.95)
 			return h
 		}},
+		{name: "a slow successful probe does not close the route", pass: false, violations: 2, build: func() *History {
+			// Answered after slow_call (2 s): the breaker counts it a
+			// failure, so the reads after it are probes too.
+			h := trip(0.05)
+			h.Upstream = []history.UpstreamCall{job("acme", "j1", 17.0, 201),
+				call("acme", "/api/a", 19.6, 200, "n1"), call("acme", "/api/b", 19.7, 200, "n3")}
+			h.Upstream[0].Answered = sec(19.5)
+			return h
+		}},
+		{name: "a success long before the route closed did not close it", pass: false, violations: 2, build: func() *History {
+			// An ignored probe, or a node no longer the prober, answered
+			// 200: the route stayed open until 20 s.
+			h := trip(0.05)
+			h.Upstream = []history.UpstreamCall{job("acme", "j1", 15.5, 201),
+				call("acme", "/api/a", 16.0, 200, "n1"), call("acme", "/api/b", 16.1, 200, "n3")}
+			return h
+		}},
 		{name: "two queued jobs delivered in one half-open period are two probes", pass: false, violations: 1, build: func() *History {
 			// Same path, same node, less than the retry gap apart: only the
 			// Idempotency-Key tells the second delivery from a retry.

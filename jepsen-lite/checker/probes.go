@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/levee/levee/jepsen-lite/history"
 )
@@ -38,7 +39,7 @@ const retryGap = 11e9
 // that began after a probe's successful answer are the closed route's
 // traffic, not more probes, and are not judged.
 func probes(h *History, cfg Config, b *result, ts []transition) (periods, total, maxPer int) {
-	calls := logicalCalls(h.Upstream)
+	calls := logicalCalls(h.Upstream, h.Meta.Routes.SlowCall)
 	gap := (h.Meta.Routes.BreakerOpenFor - cfg.ClockSlack).Nanoseconds()
 	restarts := restartTimes(h)
 	for _, p := range openPeriods(h, ts) {
@@ -59,7 +60,7 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 			}
 			in = append(in, c)
 		}
-		in = untilClosedBy(in)
+		in = untilClosedBy(in, p[1], cfg.ClockSlack.Nanoseconds())
 		total += len(in)
 		per := 1
 		for i := 1; i < len(in); i++ {
@@ -80,14 +81,18 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 }
 
 // untilClosedBy drops the calls (ordered by start) that began after an
-// earlier one among them succeeded: that probe closed the route.
-func untilClosedBy(in []logicalCall) []logicalCall {
+// earlier one among them succeeded, when the period ended (end, the first
+// sample showing closed) within slack of that answer: that probe closed
+// the route. A success the breaker did not take as the closing result (an
+// ignored call, a result from a node no longer the prober) leaves the
+// route open, so the period does not end after it and nothing is dropped.
+func untilClosedBy(in []logicalCall, end, slack int64) []logicalCall {
 	closed := int64(-1)
 	for i, c := range in {
 		if closed >= 0 && c.first >= closed {
 			return in[:i]
 		}
-		if c.succeeded > 0 && (closed < 0 || c.succeeded < closed) {
+		if c.succeeded > 0 && end-c.succeeded <= slack && (closed < 0 || c.succeeded < closed) {
 			closed = c.succeeded
 		}
 	}
@@ -122,8 +127,10 @@ func openPeriods(h *History, ts []transition) [][2]int64 {
 	return out
 }
 
-// logicalCalls groups upstream calls into logical calls, ordered by start.
-func logicalCalls(in []history.UpstreamCall) []logicalCall {
+// logicalCalls groups upstream calls into logical calls, ordered by start;
+// slowCall is the route's, beyond which the breaker counts an answer a
+// failure.
+func logicalCalls(in []history.UpstreamCall, slowCall time.Duration) []logicalCall {
 	calls := append([]history.UpstreamCall(nil), in...)
 	sort.SliceStable(calls, func(i, j int) bool { return calls[i].Time < calls[j].Time })
 	type nk struct {
@@ -144,8 +151,8 @@ func logicalCalls(in []history.UpstreamCall) []logicalCall {
 		lc := &out[i]
 		lc.last, lc.status = c.Time, c.Status
 		lc.calls++
-		if lc.succeeded == 0 && breakerSuccess(c) {
-			lc.succeeded = max(c.Answered, c.Time)
+		if lc.succeeded == 0 && breakerSuccess(c, slowCall) {
+			lc.succeeded = c.Answered
 		}
 	}
 	return out
@@ -175,7 +182,10 @@ func catchingUp(rs []restart, at, grace int64) bool {
 }
 
 // breakerSuccess reports whether Levee's breaker counts c's answer a
-// success: an answer below 500 other than 429 (proxy's failureStatus).
-func breakerSuccess(c history.UpstreamCall) bool {
-	return c.Status > 0 && c.Status < 500 && c.Status != http.StatusTooManyRequests
+// success: an answer below 500 other than 429 (proxy's failureStatus),
+// sent within slowCall (a slow answer is a failure). A call without its
+// answer time (a history that predates it) is never one.
+func breakerSuccess(c history.UpstreamCall, slowCall time.Duration) bool {
+	return c.Answered > 0 && c.Answered-c.Time <= slowCall.Nanoseconds() &&
+		c.Status > 0 && c.Status < 500 && c.Status != http.StatusTooManyRequests
 }
