@@ -168,7 +168,10 @@ func (p *Plane) breakers(cfg Config) error {
 // Raft store (consensus.ErrDamaged) is no reason to stop serving, nor to
 // exit into a crash loop on the same bytes: the plane runs degraded,
 // without Raft, its breakers decided by the local guard
-// (breaker.Replicated, since Raft is never healthy), until the data dir
+// (breaker.Replicated, since Raft is never healthy; for the catch-up
+// grace after Start held to one call per route per open period, as a
+// restarted node that has not caught up: consensus.Node.Restarted stays
+// true when Start could not read the disk), until the data dir
 // is repaired (docs/runbook.md; Node.Damaged says why), and Start returns
 // nil. Any other failure, such as the Raft port being taken, is returned.
 func (p *Plane) Start(ctx context.Context) error {

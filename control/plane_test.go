@@ -1,7 +1,10 @@
 package control
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -15,22 +18,33 @@ import (
 // the route open). Until Raft has read the disk the node counts as
 // restarted: one call per route per open period, the rest refused as by an
 // open breaker. Once Raft has started without saved state (a fresh node),
-// the guard decides alone and a burst goes through.
+// the guard decides alone and a burst goes through; a node whose Raft
+// store is damaged cannot tell, and is held like a restarted one.
 func TestAPlaneNotYetStartedLetsOneCallPerRouteThrough(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		start bool
-		want  int
+		name    string
+		start   bool
+		damaged bool // raft.db of garbage: Start runs degraded
+		want    int
 	}{
 		{name: "raft not started yet", want: 1},
 		{name: "raft started, no saved state", start: true, want: 20},
+		{name: "raft store damaged: degraded, may hold state it cannot read", start: true, damaged: true, want: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cc := consensus.Config{NodeID: "n1", BindAddr: "127.0.0.1:0", InMemory: true, Timings: consensus.FastTimings()}
+			if tc.damaged {
+				cc.InMemory, cc.DataDir = false, t.TempDir()
+				garbage := bytes.Repeat([]byte("not raft state "), 4096)
+				if err := os.WriteFile(filepath.Join(cc.DataDir, "raft.db"), garbage, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			p, err := New(Config{
 				Node:      "n1",
 				Table:     breaker.NewTable(nil),
 				Routes:    func(string) (breaker.Settings, bool) { return breaker.DefaultSettings(), true },
-				Consensus: consensus.Config{NodeID: "n1", BindAddr: "127.0.0.1:0", InMemory: true, Timings: consensus.FastTimings()},
+				Consensus: cc,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -40,6 +54,9 @@ func TestAPlaneNotYetStartedLetsOneCallPerRouteThrough(t *testing.T) {
 				if err := p.Start(t.Context()); err != nil {
 					t.Fatal(err)
 				}
+			}
+			if d := p.Node.Damaged(); (d != nil) != tc.damaged {
+				t.Fatalf("Damaged() = %v, want damaged=%v", d, tc.damaged)
 			}
 			if got := allowedOfBurst(t.Context(), p, 20); got != tc.want {
 				t.Errorf("calls let through of a burst of 20 = %d, want %d", got, tc.want)
