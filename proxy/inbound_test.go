@@ -185,3 +185,34 @@ func TestSetForwarded(t *testing.T) {
 		})
 	}
 }
+
+// TestARouteRefusesACacheKeyHeaderItWouldDrop: a tenant, tenant-key or
+// key header that Levee strips from every request before keying it would
+// leave every tenant in one partition; the engine refuses such a route.
+func TestARouteRefusesACacheKeyHeaderItWouldDrop(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(rt *Route)
+		ok   bool
+	}{
+		{"tenant header X-Tenant", func(*Route) {}, true},
+		{"tenant header Accept-Encoding", func(rt *Route) { rt.TenantHeader = "accept-encoding" }, false},
+		{"tenant header dropped by default", func(rt *Route) { rt.TenantHeader = "X-Original-URL" }, false},
+		{"tenant header dropped by default, allowed", func(rt *Route) {
+			rt.TenantHeader, rt.AllowHeaders = "X-Original-URL", []string{"x-original-url"}
+		}, true},
+		{"tenant key header dropped by default", func(rt *Route) {
+			rt.TenantHeader, rt.TenantKeyHeader = "", "X-Http-Method-Override"
+		}, false},
+		{"key header dropped by default", func(rt *Route) { rt.KeyHeaders = []string{"X-Rewrite-URL"} }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := testRoute()
+			tc.edit(rt)
+			if err := rt.check(); (err == nil) != tc.ok {
+				t.Fatalf("check() = %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

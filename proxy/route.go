@@ -82,12 +82,22 @@ func (rt *Route) compiled() *Route {
 }
 
 // check refuses an allow list naming a header Levee does not drop: a
-// typo there would silently let nothing through.
+// typo there would silently let nothing through. It also refuses a tenant,
+// tenant-key or key header that the request Levee keys would not carry
+// (Accept-Encoding, or a default-dropped header the route does not allow):
+// the key would lose it, and every tenant would share one partition.
 func (rt *Route) check() error {
 	for _, n := range rt.AllowHeaders {
 		if !slices.Contains(droppedByDefault, canonicalName(n)) {
 			return fmt.Errorf("proxy: route %q: request_headers.allow: %q is not a header Levee drops (%s)",
 				rt.Name, n, strings.Join(droppedByDefault, ", "))
+		}
+	}
+	c := rt.compiled()
+	for _, n := range append([]string{c.TenantHeader, c.TenantKeyHeader}, c.KeyHeaders...) {
+		if n != "" && !upstreamSees(c, n) {
+			return fmt.Errorf("proxy: route %q: %q is part of the cache key (tenant, tenant key or key header), "+
+				"but Levee drops it from every request (Accept-Encoding, or a default-dropped header not in request_headers.allow)", rt.Name, n)
 		}
 	}
 	return nil
