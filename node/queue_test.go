@@ -385,15 +385,23 @@ func TestTheQueuePacesAHostClusterWide(t *testing.T) {
 		return st.Depth[""] == nil && countState(st.Depth, queue.Done) == jobs
 	})
 	var times []time.Time
+	delivered := map[string]bool{}
 	u.mu.Lock()
 	for _, call := range u.calls {
 		if strings.HasPrefix(call.path, "/api/burst/") {
 			times = append(times, call.at)
+			delivered[call.path] = true
 		}
 	}
 	u.mu.Unlock()
-	if len(times) != jobs {
-		t.Fatalf("%d calls for %d jobs", len(times), jobs)
+	// Delivery is at least once: a leader change under load may deliver a
+	// job again (README, Durable write queue). Every call counts against
+	// the bucket all the same.
+	if len(delivered) != jobs {
+		t.Fatalf("%d of %d jobs delivered", len(delivered), jobs)
+	}
+	if extra := len(times) - jobs; extra > 0 {
+		t.Logf("%d jobs delivered again", extra)
 	}
 	// The bucket holds at dispatch; arrivals may bunch up by a scheduling
 	// delay (slack) on a loaded machine.

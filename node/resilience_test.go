@@ -54,8 +54,10 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 			results <- c.get(i%3, hotPath, "X-Tenant", hotTenant)
 		})
 	}
+	burst := time.Now()
 	close(gate)
 	wg.Wait()
+	took := time.Since(burst)
 	close(results)
 	counts := map[string]int{}
 	for a := range results {
@@ -78,10 +80,13 @@ func TestClusterStaleOneRefresh(t *testing.T) {
 		}
 		return true
 	})
-	if got := c.up.Calls(hotTenant, hotUpstreamKey); got != 2 {
-		t.Fatalf("upstream calls = %d, want 2 (fill + one refresh); answers %v", got, counts)
+	// One refresh per stale window: a burst that outlasts the refreshed
+	// entry's fresh window (a loaded machine) may see it go stale again,
+	// and that window earns its own refresh.
+	if got, want := c.up.Calls(hotTenant, hotUpstreamKey), 2+int(took/fresh); got < 2 || got > want {
+		t.Fatalf("upstream calls = %d, want 2 (fill + one refresh), at most %d for a burst of %v; answers %v", got, want, took, counts)
 	}
-	t.Logf("answers: %v", counts)
+	t.Logf("answers: %v in %v", counts, took)
 }
 
 // TestClusterOwnerCrashServedFromReplica: the owner of a warm key dies while
