@@ -92,6 +92,18 @@ func newTestClusterWith(t testing.TB, n int, nodeOpts func(i int, o *Options), e
 		c.startWith(i, nodeOpts)
 	}
 	c.waitConverged()
+	// Until a node's Raft has caught up, its local guard decides its
+	// calls and the committed breaker never hears of them: a test's first
+	// failure would trip that node alone. On a loaded machine a leader is
+	// known well before every follower has applied its first entries.
+	c.waitFor(20*time.Second, "every node caught up with the Raft log", func() bool {
+		for _, i := range c.running() {
+			if r := c.nodes[i].raft; r != nil && !r.Node.CaughtUp() {
+				return false
+			}
+		}
+		return true
+	})
 	return c
 }
 
