@@ -211,7 +211,7 @@ func newBrowser(t *testing.T, path string) context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(actx)
-	ctx, cancel := context.WithTimeout(tab, 45*time.Second)
+	ctx, cancel := context.WithTimeout(tab, 90*time.Second)
 	t.Cleanup(func() {
 		cancel()
 		cancelTab()
@@ -236,11 +236,14 @@ func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
 	return v
 }
 
-// waitOnPage waits until the page's live updates make cond true.
+// waitOnPage waits until the page's live updates make cond true: up to
+// 30 s, since with a browser beside three nodes and a second test run on
+// two cores a job's delivery, its commit and the page's next poll can
+// each take seconds (the orders host's pause lasts 30 s).
 func waitOnPage(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
 	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](cond,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second)))
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second)))
 	if err != nil {
 		t.Fatalf("waiting for the page to show %s: %v", what, err)
 	}
