@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,8 +45,8 @@ func TestOperatorPageInChromium(t *testing.T) {
 
 	// Two jobs the orders upstream refuses: one for good, one only the
 	// first time (it was fixed meanwhile), which the page replays.
-	stuck := enqueueSoon(c, 0, "/orders/poison/1")
-	fixed := enqueueSoon(c, 1, "/orders/fixed/1")
+	stuck := c.enqueue(0, "/orders/poison/1")
+	fixed := c.enqueue(1, "/orders/fixed/1")
 	c.waitJob(0, stuck, queue.Dead, 10*time.Second)
 	c.waitJob(0, fixed, queue.Dead, 10*time.Second)
 
@@ -67,7 +66,7 @@ func TestOperatorPageInChromium(t *testing.T) {
 	}
 
 	// A 429 with Retry-After pauses the orders host cluster-wide.
-	enqueueSoon(c, 2, "/orders/throttle/1")
+	c.enqueue(2, "/orders/throttle/1")
 	u, _ := url.Parse(ordersURL)
 	waitOnPage(t, ctx, "the orders host paused", fmt.Sprintf(`document.querySelector('tr[data-host=%q]')?.hasAttribute('data-paused')`, hostkey.Of(u)))
 
@@ -96,25 +95,6 @@ func TestOperatorPageInChromium(t *testing.T) {
 	}
 	withoutScript(t, ctx, c.url(0, "/-/ui/"))
 	checkHeaders(t, c, c.url(0, "/-/ui/"))
-}
-
-// enqueueSoon is c.enqueue retried while the cluster answers 503: with a
-// browser beside three nodes on two loaded cores, a Raft election now and
-// then is part of the run.
-func enqueueSoon(c *testCluster, i int, path string) string {
-	c.t.Helper()
-	var a answer
-	c.waitFor(10*time.Second, "a leader to accept "+path, func() bool {
-		a = c.send(http.MethodPost, i, path, `{"n":1}`, "Prefer", "respond-async", "X-Tenant", "acme")
-		return a.status != http.StatusServiceUnavailable
-	})
-	var body struct {
-		ID string `json:"id"`
-	}
-	if a.status != http.StatusAccepted || json.Unmarshal(a.body, &body) != nil || body.ID == "" {
-		c.t.Fatalf("POST %s via node %d: %d %s, want 202 with the job's id", path, i, a.status, a.body)
-	}
-	return body.ID
 }
 
 // replayFromThePage types the admin token into the page and clicks the
