@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/levee/levee/config"
 )
 
 // Config says who this node is and whom it trusts.
@@ -76,6 +78,21 @@ func FromSecrets(name, secret string, trusted []string) (*Identity, error) {
 		cfg.Trusted = append(cfg.Trusted, a)
 	}
 	return New(cfg)
+}
+
+// ForNode is node's side of mutual TLS on the internal port from the
+// cluster.* keys: the operator's certificate files when cluster.tls is
+// set (a *FileError names the key and file), else certificates from
+// cluster.secret, and cluster.trusted_secrets during a rotation.
+func ForNode(node string, c config.Cluster) (*Identity, error) {
+	if t := c.TLS; !t.IsZero() {
+		return FromFiles(node, t.CA, t.Cert, t.Key)
+	}
+	id, err := FromSecrets(node, c.Secret, c.TrustedSecrets)
+	if err != nil {
+		return nil, fmt.Errorf("cluster.secret / cluster.trusted_secrets: %w", err)
+	}
+	return id, nil
 }
 
 // certificate returns the current certificate, issuing a new one when the

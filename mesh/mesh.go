@@ -25,8 +25,8 @@ type Deps struct {
 	// Identity is this node's side of mutual TLS on the internal port,
 	// which peer messages are sent over. Required.
 	Identity *clustertls.Identity
-	// Gossip are memberlist's failure-detection timings. Required (the
-	// node's Timings fill them).
+	// Gossip are memberlist's failure-detection timings. Default (zero):
+	// cluster.LANTimings().
 	Gossip cluster.Timings
 	// Handoff is how often entries a member still lacks are pushed again
 	// between membership changes. Default replica's.
@@ -62,7 +62,8 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	ml, err := cluster.NewMembership(membershipConfig(cfg, d))
+	mc := membershipConfig(cfg, d)
+	ml, err := cluster.NewMembership(mc)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 		return nil, err
 	}
 	tlsc := d.Identity.ClientConfig()
-	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: d.Gossip.LeaveTimeout}
+	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout}
 	m.Client = peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: d.WrapTransport, HTTP2: true,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -103,7 +104,10 @@ func membershipConfig(cfg *config.Config, d Deps) cluster.MembershipConfig {
 	if cfg.Node.Advertise != "" {
 		mc.AdvertiseAddr = cfg.Node.Advertised(cfg.Node.Gossip)
 	}
-	mc.RejoinInterval, mc.Logger, mc.Timings = cfg.Cluster.RejoinInterval.D(), d.Logger.With("subsystem", "gossip"), d.Gossip
+	mc.RejoinInterval, mc.Logger = cfg.Cluster.RejoinInterval.D(), d.Logger.With("subsystem", "gossip")
+	if d.Gossip != (cluster.Timings{}) {
+		mc.Timings = d.Gossip
+	}
 	return mc
 }
 

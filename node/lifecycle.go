@@ -6,10 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/levee/levee/api"
-	"github.com/levee/levee/config"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/routecfg"
 )
 
 // The node's lifecycle: start in order, stop in reverse order, and the
@@ -23,13 +22,13 @@ func (n *Node) Start(ctx context.Context) error {
 		n.persist.Load()
 		n.persist.Start()
 	}
-	l, err := n.api.Listen(n.cfg.Node.HTTP, listenConfig(n.cfg.Node))
+	l, err := n.api.Listen(n.cfg.Node.HTTP, routecfg.Listen(n.cfg.Node))
 	if err != nil {
 		return fmt.Errorf("node: node.http: %w", err)
 	}
 	n.http = l
 	if n.cfg.Node.Admin != "" {
-		if n.admin, err = n.api.ListenAdmin(n.cfg.Node.Admin, listenConfig(n.cfg.Node)); err != nil {
+		if n.admin, err = n.api.ListenAdmin(n.cfg.Node.Admin, routecfg.Listen(n.cfg.Node)); err != nil {
 			return fmt.Errorf("node: node.admin: %w", err)
 		}
 	}
@@ -62,12 +61,6 @@ func (n *Node) startCluster(ctx context.Context) error {
 		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
 	}
 	return nil
-}
-
-// listenConfig bounds node.http by the node.* limits.
-func listenConfig(c config.Node) api.ListenConfig {
-	return api.ListenConfig{MaxHeaderBytes: int(c.MaxHeaderBytes.Int64()), ReadTimeout: c.ReadTimeout.D(),
-		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
 }
 
 // HTTPAddr is the address the API listens on.

@@ -47,8 +47,8 @@ type Options struct {
 	Transport http.RoundTripper
 	// Now is the clock for the cache, breaker and engine. Default time.Now.
 	Now nowFunc
-	// Timings are the node's failure-detection and spread timings.
-	// Default: DefaultTimings() for every zero field.
+	// Timings are the node's failure-detection and spread timings. Default:
+	// each zero field takes its part's default (see Timings).
 	Timings Timings
 	// RaftInMemory keeps Raft's log and snapshots in memory (tests).
 	// Default false: node.data_dir.
@@ -120,7 +120,6 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	opts.Timings = opts.Timings.withDefaults()
 	n := &Node{cfg: cfg, opts: opts, log: opts.Logger.With("node", cfg.Node.Name), metrics: metrics.New(), left: make(chan struct{})}
 	if err := n.wire(); err != nil {
 		return nil, err
@@ -137,7 +136,7 @@ func (n *Node) wire() error {
 		return err
 	}
 	if n.cfg.Node.Raft != "" { // the internal port's certificate
-		if n.identity, err = clusterIdentity(n.cfg); err != nil {
+		if n.identity, err = clustertls.ForNode(n.cfg.Node.Name, n.cfg.Cluster); err != nil {
 			return err
 		}
 	}

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -40,34 +39,23 @@ func (r *reloadable) routeSettings(name string) (breaker.Settings, bool) {
 func (n *Node) Reload(next *config.Config) error {
 	n.reload.mu.Lock()
 	defer n.reload.mu.Unlock()
-	if err := next.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
+	r, err := routecfg.ForReload(n.cfg, next)
+	if err == nil {
+		err = n.engine.SetRoutes(r.Routes)
 	}
-	if keys := config.RestartNeeded(n.cfg, next); len(keys) > 0 {
-		return fmt.Errorf("%w: %s can only change with a restart", ErrReloadRefused, strings.Join(keys, ", "))
-	}
-	routes, err := routecfg.Routes(next)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
 	}
-	settings, err := routecfg.BreakerSettings(next)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
-	}
-	if err := n.engine.SetRoutes(routes); err != nil {
-		return fmt.Errorf("%w: %w", ErrReloadRefused, err)
-	}
-	hosts, global := routecfg.Caps(next)
-	if err := n.upstream.SetHosts(hosts, global); err != nil {
+	if err := n.upstream.SetHosts(r.Hosts, r.GlobalInflight); err != nil {
 		// Validate checked the same table: not reached but by a bug.
 		return fmt.Errorf("%w: routes reloaded, host caps not: %w", ErrReloadRefused, err)
 	}
-	n.reload.settings.Store(&settings)
-	n.api.SetAdminToken(next.Cluster.AdminToken)
+	n.reload.settings.Store(&r.Settings)
+	n.api.SetAdminToken(r.AdminToken)
 	if n.opts.OnReload != nil {
 		n.opts.OnReload(next)
 	}
-	n.log.Info("config reloaded", "routes", len(routes), "hosts", len(hosts))
+	n.log.Info("config reloaded", "routes", len(r.Routes), "hosts", len(r.Hosts))
 	return nil
 }
 

@@ -246,3 +246,10 @@ func QueueMachine(cfg *config.Config) queue.StateMachine {
 	return queue.StateMachine{Routes: func(route string) bool { return routes[route] },
 		Bounds: queue.Bounds{MaxJobs: cfg.Queue.MaxJobs, MaxBytes: cfg.Queue.MaxBytes.Int64()}}
 }
+
+// Listen bounds a listener of the node (node.http, node.admin) by the
+// node.* limits.
+func Listen(c config.Node) api.ListenConfig {
+	return api.ListenConfig{MaxHeaderBytes: int(c.MaxHeaderBytes.Int64()), ReadTimeout: c.ReadTimeout.D(),
+		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
+}
