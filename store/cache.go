@@ -154,7 +154,7 @@ func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Entry]) {
 // key above it) is not returned. Callers must not mutate the entry.
 func (c *Cache) Get(key string) (*Entry, bool) {
 	e, ok := c.otter.GetIfPresent(key)
-	if ok && c.tombs.shadows(key, e.StoredAt, c.now()) {
+	if ok && c.tombs.held() && c.tombs.shadows(key, e.StoredAt, c.now()) {
 		// Left in place, not deleted: a newer entry may replace it
 		// concurrently, and it dies at its own DeadAt anyway.
 		return nil, false
@@ -175,7 +175,7 @@ func (c *Cache) Set(key string, e *Entry) {
 		c.otter.Invalidate(key)
 		return
 	}
-	if c.tombs.shadows(key, e.StoredAt, c.now()) {
+	if c.tombs.held() && c.tombs.shadows(key, e.StoredAt, c.now()) {
 		return
 	}
 	c.otter.Set(key, packed(e))

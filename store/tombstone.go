@@ -83,6 +83,10 @@ func (ts *tombstones) covering(key string, now time.Time) (time.Time, bool) {
 	return at, found
 }
 
+// held reports whether any tombstone is held, live or not yet swept: a
+// caller without one skips reading its clock for shadows.
+func (ts *tombstones) held() bool { return ts.n.Load() > 0 }
+
 // shadows reports whether an entry stored at stored under key predates a
 // live tombstone on it.
 func (ts *tombstones) shadows(key string, stored, now time.Time) bool {
