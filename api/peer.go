@@ -55,6 +55,11 @@ type PeerConfig struct {
 	Raft RaftApplier
 	// RaftRemove runs forwarded Raft removals. Default nil: 404.
 	RaftRemove RaftRemover
+	// Streams is the internal port's listener for framed connections
+	// (connmux.KindStream, peer/frame.go): the same messages, served by
+	// the same handler, many at once on one connection. Default nil:
+	// HTTP only.
+	Streams net.Listener
 }
 
 // PeerServer serves the node-to-node endpoints on the internal port.
@@ -63,6 +68,8 @@ type PeerServer struct {
 	wg       sync.WaitGroup
 	inflight atomic.Int64 // peer messages whose handler is running
 	conns    connStates   // connections with a message still being answered
+	streamLn net.Listener // PeerConfig.Streams
+	streams  streamConns  // framed connections being served
 }
 
 // peerHeaderTimeout bounds reading a peer message's headers; the body is
@@ -75,9 +82,10 @@ const peerHeaderTimeout = 10 * time.Second
 // on it has passed mutual TLS, and pc.Sender names its node. The app port
 // never serves them: /-/internal/ there is a 404.
 func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
-	ps := &PeerServer{}
+	ps := &PeerServer{streamLn: pc.Streams}
+	h := counting(&ps.inflight, s.PeerHandler(pc))
 	ps.srv = &http.Server{
-		Handler:           counting(&ps.inflight, s.PeerHandler(pc)),
+		Handler:           h,
 		ReadHeaderTimeout: peerHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
@@ -95,6 +103,9 @@ func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
 	ps.srv.Protocols.SetHTTP1(true)
 	ps.srv.Protocols.SetUnencryptedHTTP2(true)
 	ps.wg.Go(func() { _ = ps.srv.Serve(namingListener{Listener: ln, sender: pc.Sender}) })
+	if pc.Streams != nil {
+		ps.wg.Go(func() { ps.serveStreams(pc.Streams, h, pc.Sender, s.cfg.Logger) })
+	}
 	return ps
 }
 
@@ -141,6 +152,9 @@ type namedConn struct {
 // closed: a message the GOAWAY let through has reached its handler by
 // then, and every answer has left.
 func (ps *PeerServer) Shutdown(ctx context.Context) {
+	if ps.streamLn != nil {
+		ps.streamLn.Close() // no new framed connection; those open are closed once quiet
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -150,6 +164,7 @@ func (ps *PeerServer) Shutdown(ctx context.Context) {
 	}()
 	ps.waitQuiet(ctx, done)
 	ps.srv.Close()
+	ps.streams.closeAll()
 	<-done
 	ps.wg.Wait()
 }
@@ -159,7 +174,8 @@ func (ps *PeerServer) Shutdown(ctx context.Context) {
 const shutdownQuiet = 50 * time.Millisecond
 
 // waitQuiet returns once nothing has been in flight for shutdownQuiet,
-// ctx ends, or done closes (every connection closed on its own).
+// ctx ends, or done closes (every HTTP connection closed on its own)
+// with no framed call running.
 func (ps *PeerServer) waitQuiet(ctx context.Context, done <-chan struct{}) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -174,7 +190,10 @@ func (ps *PeerServer) waitQuiet(ctx context.Context, done <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-done:
-			return
+			if ps.inflight.Load() == 0 {
+				return
+			}
+			done = nil // HTTP's connections are closed; framed calls still run
 		case <-tick.C:
 		}
 	}

@@ -12,10 +12,14 @@ import (
 	"time"
 )
 
-// KindPeer marks a connection carrying peer messages (HTTP/1.1). It must
-// differ from every first byte of a Raft connection (hashicorp/raft's RPC
-// types are 0–3).
+// KindPeer marks a connection carrying peer messages over HTTP (HTTP/2
+// with prior knowledge, or HTTP/1.1). Every kind must differ from every
+// first byte of a Raft connection (hashicorp/raft's RPC types are 0–3).
 const KindPeer byte = 'P'
+
+// KindStream marks a connection carrying peer messages as frames, many at
+// once (peer/frame.go).
+const KindStream byte = 'S'
 
 // ErrClosed is returned by a listener's Accept once it or its Mux is
 // closed.

@@ -78,6 +78,9 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			return connmux.Dial(ctx, addr, connmux.KindPeer, tlsc)
 		},
+		DialStream: func(ctx context.Context, addr string) (net.Conn, error) {
+			return connmux.Dial(ctx, addr, connmux.KindStream, tlsc)
+		},
 	})
 	rc := replica.DefaultConfig()
 	rc.Self, rc.Replication = cfg.Node.Name, cfg.Cluster.Replication

@@ -285,7 +285,7 @@ func (n *Node) listenInternal() error {
 	if err != nil {
 		return fmt.Errorf("node: internal port node.raft %s: %w", n.cfg.Node.Raft, err)
 	}
-	pc := api.PeerConfig{Sender: clustertls.NameOf}
+	pc := api.PeerConfig{Sender: clustertls.NameOf, Streams: n.internal.Listener(connmux.KindStream)}
 	if n.cluster != nil {
 		pc.Endpoints = n.cluster.PeerEndpoints(n.engine, n.metrics)
 	}

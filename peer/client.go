@@ -66,6 +66,12 @@ type ClientConfig struct {
 	// carries a thousand calls at once, instead of a connection and a TLS
 	// handshake each. Default false: HTTP/1.1.
 	HTTP2 bool
+	// DialStream, when set, opens a framed connection to a peer's internal
+	// port (connmux.Dial with connmux.KindStream): calls then travel as
+	// frames over one connection per peer (frame.go), and over HTTP only to
+	// a peer that answers no frames (a node of an older release), for a
+	// minute at a time. Default nil: HTTP only.
+	DialStream func(ctx context.Context, addr string) (net.Conn, error)
 	// Wrap, when set, wraps the keep-alive transport (tests cut links).
 	// Default nil.
 	Wrap func(http.RoundTripper) http.RoundTripper
@@ -73,9 +79,10 @@ type ClientConfig struct {
 
 // Client makes peer calls over a pooled keep-alive transport.
 type Client struct {
-	cfg ClientConfig
-	tr  *http.Transport
-	rt  http.RoundTripper // tr, or Wrap's
+	cfg     ClientConfig
+	tr      *http.Transport
+	streams *streams          // nil without DialStream
+	rt      http.RoundTripper // streams or tr, or Wrap's of it
 }
 
 // NewClient builds a Client; it does no I/O.
@@ -114,19 +121,29 @@ func NewClient(cfg ClientConfig) *Client {
 		// them all, a thousand streams each.
 		tr.MaxConnsPerHost = 4
 	}
-	var rt http.RoundTripper = tr
-	if cfg.Wrap != nil {
-		rt = cfg.Wrap(tr)
+	c := &Client{cfg: cfg, tr: tr, rt: tr}
+	if cfg.DialStream != nil {
+		c.streams = newStreams(cfg.DialStream, tr)
+		c.rt = c.streams
 	}
-	return &Client{cfg: cfg, tr: tr, rt: rt}
+	if cfg.Wrap != nil {
+		c.rt = cfg.Wrap(c.rt)
+	}
+	return c
 }
 
 // dialTimeout bounds opening a connection to a peer, TLS handshake
 // included.
 const dialTimeout = 2 * time.Second
 
-// Close drops idle connections.
-func (c *Client) Close() { c.tr.CloseIdleConnections() }
+// Close drops idle connections and closes the framed ones; calls still
+// waiting on those fail.
+func (c *Client) Close() {
+	if c.streams != nil {
+		c.streams.Close()
+	}
+	c.tr.CloseIdleConnections()
+}
 
 // Forward asks the node at addr to serve req. A *RemoteError is the owner's
 // real answer; any error wrapping ErrUnreachable means "serve it yourself".

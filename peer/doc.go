@@ -1,7 +1,9 @@
 // Package peer is Levee's node-to-node protocol: msgpack messages carried
-// as HTTP/2 (prior knowledge) requests over a few kept connections to each
-// node's internal port, where every connection is mutual TLS and its
-// certificate names the sender (see package connmux; WithSender, Sender).
+// as frames over one kept connection to each node's internal port, many
+// calls at once and answered in any order (frame.go, stream.go; HTTP/2
+// with prior knowledge to a node of a release without frames), where
+// every connection is mutual TLS and its certificate names the sender
+// (see package connmux; WithSender, Sender).
 //
 // The calls: Forward (a non-owner hands a request to the key's owner,
 // which serves it and never forwards it again), Replicate (an owner pushes

@@ -1,0 +1,365 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// streams is the RoundTripper that carries peer calls as frames (see
+// frame.go) over one connection per peer, and over HTTP (fallback) to a
+// peer that does not speak them.
+type streams struct {
+	dial     func(ctx context.Context, addr string) (net.Conn, error)
+	fallback http.RoundTripper
+	idle     time.Duration // a connection with no call for this long is closed
+	now      func() time.Time
+
+	dials singleflight.Group // one dial per peer at a time, shared by its callers
+
+	mu     sync.Mutex
+	conns  map[string]*streamConn
+	legacy map[string]time.Time // peers that speak no frames, until when we believe so
+	closed bool
+}
+
+// legacyFor is how long a peer that refused frames is spoken to over
+// HTTP before frames are tried again (it may have been upgraded).
+const legacyFor = time.Minute
+
+// streamIdle is how long a peer connection may carry no call before the
+// client closes it; the server's own idle limit (api) is longer, so it
+// is the client that closes, never a server under a call being sent.
+const streamIdle = 90 * time.Second
+
+// errNoFrames: the peer closed the connection instead of answering
+// StreamMagic (a node of a release without frames).
+var errNoFrames = errors.New("peer: the node speaks no frames")
+
+// errStale: the connection broke before the call was written; the call
+// is sent again on a new one.
+var errStale = errors.New("peer: connection closed before the call was sent")
+
+func newStreams(dial func(ctx context.Context, addr string) (net.Conn, error), fallback http.RoundTripper) *streams {
+	return &streams{dial: dial, fallback: fallback, idle: streamIdle, now: time.Now,
+		conns: map[string]*streamConn{}, legacy: map[string]time.Time{}}
+}
+
+// RoundTrip sends req (a peer message: POST, its path and a body of
+// ContentLength bytes) as one frame and returns the answer's status and
+// body. A failed connection is a dial error (*net.OpError, Op "dial"),
+// which sendError reads as "not sent".
+func (s *streams) RoundTrip(req *http.Request) (*http.Response, error) {
+	addr := req.URL.Host
+	if s.isLegacy(addr) {
+		return s.fallback.RoundTrip(req)
+	}
+	ctx := req.Context()
+	timeout := time.Duration(0)
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	frame, err := RequestFrame(0, timeout, req.URL.Path, req.Body, int(req.ContentLength))
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		sc, err := s.conn(ctx, addr)
+		if errors.Is(err, errNoFrames) {
+			s.markLegacy(addr)
+			req.Body = io.NopCloser(bytes.NewReader(frame[len(frame)-int(req.ContentLength):]))
+			return s.fallback.RoundTrip(req)
+		}
+		if err != nil {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: stringAddr(addr), Err: err}
+		}
+		status, body, err := sc.call(ctx, frame)
+		if errors.Is(err, errStale) && attempt == 0 {
+			continue // nothing was written: the peer never saw it
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+			Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+	}
+}
+
+type stringAddr string
+
+func (a stringAddr) Network() string { return "tcp" }
+func (a stringAddr) String() string  { return string(a) }
+
+func (s *streams) isLegacy(addr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	until, ok := s.legacy[addr]
+	if ok && !s.now().Before(until) {
+		delete(s.legacy, addr)
+		return false
+	}
+	return ok
+}
+
+func (s *streams) markLegacy(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.legacy[addr] = s.now().Add(legacyFor)
+}
+
+// conn returns the open connection to addr, dialing one if there is
+// none: concurrent callers share one dial, and each waits for it at most
+// until its own context ends.
+func (s *streams) conn(ctx context.Context, addr string) (*streamConn, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, net.ErrClosed
+	}
+	if sc := s.conns[addr]; sc != nil && sc.usable() {
+		s.mu.Unlock()
+		return sc, nil
+	}
+	s.mu.Unlock()
+	ch := s.dials.DoChan(addr, func() (any, error) { return s.open(addr) })
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*streamConn), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// open dials addr, exchanges StreamMagic and registers the connection.
+func (s *streams) open(addr string) (*streamConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	c, err := s.dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := hello(ctx, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	sc := &streamConn{c: c, w: NewFrameWriter(c, writeTimeout), pending: map[uint64]chan streamResult{}, idle: s.idle}
+	sc.lastUse.Store(time.Now().UnixNano())
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return nil, net.ErrClosed
+	}
+	if old := s.conns[addr]; old != nil {
+		old.fail(errors.New("peer: replaced"))
+	}
+	s.conns[addr] = sc
+	s.mu.Unlock()
+	sc.start()
+	return sc, nil
+}
+
+// hello sends StreamMagic and reads it back. A peer that closes the
+// connection instead speaks no frames (errNoFrames).
+func hello(ctx context.Context, c net.Conn) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+		defer c.SetDeadline(time.Time{})
+	}
+	if _, err := io.WriteString(c, StreamMagic); err != nil {
+		return err
+	}
+	var b [len(StreamMagic)]byte
+	_, err := io.ReadFull(c, b[:])
+	var ne net.Error
+	switch {
+	case err == nil && string(b[:]) == StreamMagic:
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: answered %q", errNoFrames, b[:])
+	case errors.As(err, &ne) && ne.Timeout():
+		return err
+	}
+	return fmt.Errorf("%w: %v", errNoFrames, err)
+}
+
+// Close closes every connection; calls on them fail.
+func (s *streams) Close() {
+	s.mu.Lock()
+	s.closed = true
+	conns := s.conns
+	s.conns = map[string]*streamConn{}
+	s.mu.Unlock()
+	for _, sc := range conns {
+		sc.fail(net.ErrClosed)
+		sc.wait()
+	}
+}
+
+// streamConn is one framed connection and the calls waiting on it.
+type streamConn struct {
+	c    net.Conn
+	w    *FrameWriter
+	idle time.Duration
+
+	mu      sync.Mutex
+	pending map[uint64]chan streamResult
+	nextID  uint64
+	err     error // set once the connection broke; no call uses it after
+
+	lastRead atomic.Int64 // unix nanos of the last frame read
+	lastUse  atomic.Int64 // unix nanos of the last call sent
+	wg       sync.WaitGroup
+	idler    *time.Timer
+}
+
+type streamResult struct {
+	status int
+	body   []byte
+	err    error
+}
+
+func (sc *streamConn) start() {
+	sc.wg.Go(sc.readLoop)
+	sc.mu.Lock()
+	sc.idler = time.AfterFunc(sc.idle, sc.closeIfIdle)
+	sc.mu.Unlock()
+}
+
+func (sc *streamConn) wait() { sc.wg.Wait() }
+
+func (sc *streamConn) usable() bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.err == nil
+}
+
+// call sends frame (its id is set here) and waits for the answer or ctx.
+func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, error) {
+	ch := make(chan streamResult, 1)
+	sc.mu.Lock()
+	if sc.err != nil {
+		sc.mu.Unlock()
+		return 0, nil, errStale
+	}
+	sc.nextID++
+	id := sc.nextID
+	sc.pending[id] = ch
+	sc.mu.Unlock()
+	putHeader(frame, FrameRequest, id, len(frame)-frameHeaderLen)
+	sent := time.Now().UnixNano()
+	sc.lastUse.Store(sent)
+	if err := sc.w.Write(frame); err != nil {
+		sc.forget(id)
+		sc.fail(err)
+		if errors.Is(err, ErrWriteFailed) {
+			return 0, nil, errStale
+		}
+		return 0, nil, fmt.Errorf("peer: connection lost while sending: %w", err)
+	}
+	select {
+	case r := <-ch:
+		return r.status, r.body, r.err
+	case <-ctx.Done():
+		sc.forget(id)
+		if sc.lastRead.Load() < sent {
+			// Nothing arrived since the call left: the connection may be
+			// dead (a peer cut off without a FIN). Later calls dial anew.
+			sc.fail(fmt.Errorf("peer: no answer since %v", time.Unix(0, sent)))
+		} else if errors.Is(ctx.Err(), context.Canceled) {
+			go func() { _ = sc.w.Write(CancelFrame(id)) }()
+		}
+		return 0, nil, ctx.Err()
+	}
+}
+
+// writeTimeout bounds one write of frames: a peer that stops reading
+// must not hold every caller of the connection.
+const writeTimeout = 10 * time.Second
+
+func (sc *streamConn) forget(id uint64) {
+	sc.mu.Lock()
+	delete(sc.pending, id)
+	sc.mu.Unlock()
+}
+
+// fail marks the connection broken, closes it and fails every call
+// waiting on it: their messages may have been acted on.
+func (sc *streamConn) fail(err error) {
+	sc.mu.Lock()
+	if sc.err != nil {
+		sc.mu.Unlock()
+		return
+	}
+	sc.err = err
+	pending := sc.pending
+	sc.pending = nil
+	if sc.idler != nil {
+		sc.idler.Stop()
+	}
+	sc.mu.Unlock()
+	sc.c.Close()
+	for _, ch := range pending {
+		ch <- streamResult{err: fmt.Errorf("peer: connection lost: %w", err)}
+	}
+}
+
+// closeIfIdle closes the connection when no call is waiting and none was
+// sent for idle; else it looks again when that may be true.
+func (sc *streamConn) closeIfIdle() {
+	sc.mu.Lock()
+	if sc.err != nil {
+		sc.mu.Unlock()
+		return
+	}
+	since := time.Since(time.Unix(0, sc.lastUse.Load()))
+	if len(sc.pending) > 0 || since < sc.idle {
+		sc.idler.Reset(max(sc.idle-since, time.Second))
+		sc.mu.Unlock()
+		return
+	}
+	sc.mu.Unlock()
+	sc.fail(errors.New("peer: idle"))
+}
+
+// readLoop hands each response to its call until the connection breaks.
+func (sc *streamConn) readLoop() {
+	br := bufio.NewReaderSize(sc.c, 32<<10)
+	for {
+		f, err := ReadFrame(br)
+		if err == nil && f.Type != FrameResponse {
+			err = fmt.Errorf("%w: type %d from a server", ErrBadFrame, f.Type)
+		}
+		var r streamResult
+		if err == nil {
+			r.status, r.body, err = ParseResponse(f.Payload)
+		}
+		if err != nil {
+			sc.fail(err)
+			return
+		}
+		sc.lastRead.Store(time.Now().UnixNano())
+		sc.mu.Lock()
+		ch := sc.pending[f.ID]
+		delete(sc.pending, f.ID)
+		sc.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+}
