@@ -110,8 +110,9 @@ func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
 }
 
 // peerStreams is how many peer calls one HTTP/2 connection carries at
-// once; a client with more opens another connection.
-const peerStreams = 1000
+// once, as many as a framed one; a client with more opens another
+// connection.
+const peerStreams = peer.MaxStreamCalls
 
 // namingListener names each connection's node once, from its TLS state,
 // and hides the TLS type from net/http: the handshake is done, and the
@@ -175,7 +176,7 @@ const shutdownQuiet = 50 * time.Millisecond
 
 // waitQuiet returns once nothing has been in flight for shutdownQuiet,
 // ctx ends, or done closes (every HTTP connection closed on its own)
-// with no framed call running.
+// with no framed connection open.
 func (ps *PeerServer) waitQuiet(ctx context.Context, done <-chan struct{}) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -190,10 +191,10 @@ func (ps *PeerServer) waitQuiet(ctx context.Context, done <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-done:
-			if ps.inflight.Load() == 0 {
+			if ps.inflight.Load() == 0 && ps.streams.count() == 0 {
 				return
 			}
-			done = nil // HTTP's connections are closed; framed calls still run
+			done = nil // HTTP's connections are closed; framed ones wait for quiet
 		case <-tick.C:
 		}
 	}

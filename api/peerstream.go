@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/peer"
@@ -50,6 +51,12 @@ func (s *streamConns) add(ss *serverStream) bool {
 	return true
 }
 
+func (s *streamConns) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 func (s *streamConns) remove(ss *serverStream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +89,8 @@ func (ps *PeerServer) serveStreams(ln net.Listener, h http.Handler, sender func(
 			c.Close()
 			continue
 		}
-		ss := &serverStream{c: c, name: name, h: h, log: log, sem: make(chan struct{}, peerStreams), w: peer.NewFrameWriter(c, peerWriteTimeout), cancels: map[uint64]context.CancelFunc{}}
+		ss := &serverStream{c: c, name: name, h: h, log: log, sem: make(chan struct{}, peer.MaxStreamCalls),
+			w: peer.NewFrameWriter(c, peerWriteTimeout), inflight: &ps.inflight, cancels: map[uint64]context.CancelFunc{}}
 		if !ps.streams.add(ss) {
 			c.Close()
 			continue
@@ -100,8 +108,10 @@ type serverStream struct {
 	name string
 	h    http.Handler
 	log  *slog.Logger
-	sem  chan struct{} // calls being served; full: the next frame waits
+	sem  chan struct{} // calls being served: peer.MaxStreamCalls
 	w    *peer.FrameWriter
+
+	inflight *atomic.Int64 // the PeerServer's: calls read and not yet answered
 
 	mu      sync.Mutex
 	cancels map[uint64]context.CancelFunc
@@ -136,27 +146,45 @@ func (ss *serverStream) serve() {
 			if cancel != nil {
 				cancel()
 			}
+		case peer.FramePing:
+			ss.write(peer.EmptyFrame(peer.FramePong, f.ID))
 		case peer.FrameRequest:
-			ss.sem <- struct{}{}
-			ctx, cancel := context.WithCancel(base)
-			ss.mu.Lock()
-			ss.cancels[f.ID] = cancel
-			ss.mu.Unlock()
-			calls.Go(func() {
-				defer func() {
-					ss.mu.Lock()
-					delete(ss.cancels, f.ID)
-					ss.mu.Unlock()
-					cancel()
-					<-ss.sem
-				}()
-				ss.call(ctx, f)
-			})
+			ss.start(base, &calls, f)
 		default:
 			ss.log.Debug("peer stream closed", "from", ss.name, "err", "a response frame from a client")
 			return
 		}
 	}
+}
+
+// start serves request frame f on its own goroutine; the read loop never
+// waits for it. A call is counted in flight (Shutdown waits for it) from
+// the moment its frame is read until its answer has been written. A call
+// beyond MaxStreamCalls, which a client keeps to, is answered 503
+// unserved.
+func (ss *serverStream) start(base context.Context, calls *sync.WaitGroup, f peer.Frame) {
+	select {
+	case ss.sem <- struct{}{}:
+	default:
+		ss.write(peer.ResponseFrame(f.ID, http.StatusServiceUnavailable, nil))
+		return
+	}
+	ss.inflight.Add(1)
+	ctx, cancel := context.WithCancel(base)
+	ss.mu.Lock()
+	ss.cancels[f.ID] = cancel
+	ss.mu.Unlock()
+	calls.Go(func() {
+		defer func() {
+			ss.mu.Lock()
+			delete(ss.cancels, f.ID)
+			ss.mu.Unlock()
+			cancel()
+			<-ss.sem
+			ss.inflight.Add(-1)
+		}()
+		ss.call(ctx, f)
+	})
 }
 
 // hello reads StreamMagic and sends it back.
@@ -195,6 +223,12 @@ func (ss *serverStream) call(ctx context.Context, f peer.Frame) {
 	}).WithContext(ctx)
 	w := &frameWriter{header: http.Header{}}
 	ss.h.ServeHTTP(w, r)
+	if len(w.buf) > peer.ResponseHeaderLen+peer.MaxMessage {
+		// More than a client reads: this call fails, not the connection.
+		ss.log.Warn("peer answer too large", "path", req.Path, "from", ss.name, "bytes", len(w.buf)-peer.ResponseHeaderLen)
+		ss.write(peer.ResponseFrame(f.ID, http.StatusInternalServerError, nil))
+		return
+	}
 	ss.write(w.frame(f.ID))
 }
 
@@ -202,7 +236,7 @@ func (ss *serverStream) write(frame []byte) {
 	_ = ss.w.Write(frame) // a failed write closes the connection: the sender's to notice
 }
 
-// peerWriteTimeout bounds writing one answer: a client that stops
+// peerWriteTimeout bounds writing a batch of answers: a client that stops
 // reading must not hold the connection's other answers for ever.
 const peerWriteTimeout = 10 * time.Second
 

@@ -1,10 +1,15 @@
 package api
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -286,5 +291,222 @@ func TestAFramedConnectionOfNoNodeIsClosedUnread(t *testing.T) {
 	}
 	if n, err := c.Read(make([]byte, 4)); err == nil {
 		t.Fatalf("read %d bytes from a connection of no node, want it closed", n)
+	}
+}
+
+// rawFramed is a framed connection to addr past its StreamMagic, for
+// tests that play a client frame by frame.
+func rawFramed(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, peer.StreamMagic); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	if _, err := io.ReadFull(br, make([]byte, len(peer.StreamMagic))); err != nil {
+		t.Fatal(err)
+	}
+	return c, br
+}
+
+// lookupFrame is a request frame for a lookup of key as call id.
+func lookupFrame(t *testing.T, id uint64, key string) []byte {
+	t.Helper()
+	body, err := peer.Encode(&peer.LookupRequest{V: peer.Version, From: "n2", Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := peer.RequestFrame(id, 0, peer.PathLookup, bytes.NewReader(body), len(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestOneCallsTimeoutOrCancelLeavesTheOtherCallsAlone: a call that times
+// out or is canceled while the server is slow ends alone; a call on the
+// same connection goes on to its answer (a lookup's 500 ms must not cut
+// the forwards beside it).
+func TestOneCallsTimeoutOrCancelLeavesTheOtherCallsAlone(t *testing.T) {
+	for _, mode := range []string{"timeout", "cancel"} {
+		t.Run(mode, func(t *testing.T) {
+			release := make(chan struct{})
+			fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(ctx context.Context, key string) {
+				switch key {
+				case "short":
+					<-ctx.Done()
+					time.Sleep(100 * time.Millisecond) // answers after the caller gave up
+				case "long":
+					<-release
+				}
+			})}})
+			c := fp.client(t, "")
+			if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
+				t.Fatal(err)
+			}
+			long := make(chan error, 1)
+			go func() {
+				_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "long"})
+				long <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			if mode == "cancel" {
+				ctx, cancel = context.WithCancel(t.Context())
+				time.AfterFunc(200*time.Millisecond, cancel)
+			}
+			defer cancel()
+			if _, _, err := c.Lookup(ctx, fp.addr(), &peer.LookupRequest{Key: "short"}); err == nil {
+				t.Fatal("the short call was answered before its end")
+			}
+			time.Sleep(50 * time.Millisecond)
+			close(release)
+			if err := <-long; err != nil {
+				t.Fatalf("the other call on the connection: %v", err)
+			}
+			if d := fp.streamDials.Load(); d != 1 {
+				t.Fatalf("%d framed dials, want 1: the connection stays", d)
+			}
+		})
+	}
+}
+
+// TestAnAnswerTooLargeFailsOnlyItsCall: an answer over peer.MaxMessage
+// fails its own call (500) and not the calls beside it.
+func TestAnAnswerTooLargeFailsOnlyItsCall(t *testing.T) {
+	release := make(chan struct{})
+	big := make([]byte, peer.MaxMessage+1024)
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{{Path: peer.PathLookup, Serve: func(_ context.Context, b []byte) ([]byte, error) {
+		var req peer.LookupRequest
+		_ = peer.Decode(b, &req)
+		switch req.Key {
+		case "big":
+			return big, nil
+		case "held":
+			<-release
+		}
+		return peer.Encode(&peer.LookupResponse{V: peer.Version})
+	}}}})
+	c := fp.client(t, "")
+	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan error, 1)
+	go func() {
+		_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "held"})
+		held <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "big"}); err == nil || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("the call answered too much: %v, want a 500", err)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatalf("the call beside it: %v", err)
+	}
+}
+
+// TestAnswersAPeerDoesNotReadAreBounded: a peer that sends calls and never
+// reads their answers holds at most peer.MaxStreamCalls answers in the
+// server (each waits until written), not one per call it sent.
+func TestAnswersAPeerDoesNotReadAreBounded(t *testing.T) {
+	reply := make([]byte, 32<<10)
+	var served atomic.Int32
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{{Path: peer.PathLookup, Serve: func(context.Context, []byte) ([]byte, error) {
+		served.Add(1)
+		return reply, nil
+	}}}})
+	c, _ := rawFramed(t, fp.streamLn.Addr().String())
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var all []byte
+	for i := range 3 * peer.MaxStreamCalls {
+		all = append(all, lookupFrame(t, uint64(i+1), "k")...)
+	}
+	go func() { _, _ = c.Write(all) }()
+	for last := int32(-1); served.Load() != last; {
+		last = served.Load()
+		time.Sleep(300 * time.Millisecond)
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if limit := int64(peer.MaxStreamCalls*len(reply)) + 16<<20; grew > limit {
+		t.Fatalf("%d calls served, live heap grew %d MiB for one connection; want at most %d MiB", served.Load(), grew>>20, limit>>20)
+	}
+}
+
+// TestShutdownWaitsForAnAnswerBeingWritten: an answer still being written
+// to a slow reader when Shutdown begins is written whole.
+func TestShutdownWaitsForAnAnswerBeingWritten(t *testing.T) {
+	reply := make([]byte, 32<<20)
+	handled := make(chan struct{})
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{{Path: peer.PathLookup, Serve: func(context.Context, []byte) ([]byte, error) {
+		defer close(handled)
+		return reply, nil
+	}}}})
+	c, br := rawFramed(t, fp.streamLn.Addr().String())
+	if _, err := c.Write(lookupFrame(t, 1, "k")); err != nil {
+		t.Fatal(err)
+	}
+	<-handled
+	time.Sleep(100 * time.Millisecond) // the answer is being written; nobody reads yet
+	done := make(chan struct{})
+	go func() { fp.ps.Shutdown(context.Background()); close(done) }()
+	time.Sleep(20 * time.Millisecond)
+	f, err := peer.ReadFrame(br)
+	<-done
+	if err != nil || f.ID != 1 || len(f.Payload) != 2+len(reply) {
+		t.Fatalf("the answer in flight when Shutdown began: %d bytes, %v; want all %d", len(f.Payload), err, 2+len(reply))
+	}
+}
+
+// TestCallsBeyondAConnectionsLimitWait: with peer.MaxStreamCalls calls
+// held by the server, the calls after them wait for a free one (as an
+// HTTP/2 client waits for a stream) and are answered once the held ones
+// end; none fails.
+func TestCallsBeyondAConnectionsLimitWait(t *testing.T) {
+	release := make(chan struct{})
+	var concurrent, most atomic.Int32
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(ctx context.Context, key string) {
+		n := concurrent.Add(1)
+		defer concurrent.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if key != "warm" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	})}})
+	c := fp.client(t, "")
+	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := range peer.MaxStreamCalls + 40 {
+		key := "held"
+		if i >= peer.MaxStreamCalls {
+			key = strings.Repeat("x", 64<<10) // fill the socket's buffers too
+		}
+		wg.Go(func() {
+			if _, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: key}); err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	if n, m := failed.Load(), most.Load(); n > 0 || m > peer.MaxStreamCalls {
+		t.Fatalf("%d calls failed, %d served at once; want none failed and at most %d", n, m, peer.MaxStreamCalls)
 	}
 }

@@ -34,11 +34,16 @@ import (
 // A request's payload is its timeout in milliseconds (uint32; 0: none),
 // the path's length (one byte), the path, then the body. A response's is
 // its status (uint16), then the body. A cancel has none: the client gave
-// up on the call, and the server ends the handler's context.
+// up on the call, and the server ends the handler's context. A ping has
+// none either, and the server answers it with a pong at once: a client
+// whose call timed out with nothing heard since sends one, and closes a
+// connection that does not answer (HTTP/2's PING, RFC 9113 §6.7).
 const (
 	FrameRequest  byte = 1
 	FrameResponse byte = 2
 	FrameCancel   byte = 3
+	FramePing     byte = 4
+	FramePong     byte = 5
 )
 
 // StreamMagic opens a framed connection, both ways.
@@ -50,6 +55,11 @@ const frameHeaderLen = 13
 // MaxFrame bounds a frame's payload: a message (MaxMessage) and what a
 // request adds to it.
 const MaxFrame = MaxMessage + 512
+
+// MaxStreamCalls is how many calls one framed connection carries at
+// once: a client waits for one of them to end before it sends more, and
+// a server answers a call beyond it 503 without serving it.
+const MaxStreamCalls = 1000
 
 // ErrBadFrame is a frame that breaks the format; the connection it came
 // on is closed.
@@ -73,12 +83,12 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	n := binary.BigEndian.Uint32(h[0:4])
 	f := Frame{Type: h[4], ID: binary.BigEndian.Uint64(h[5:13])}
 	switch {
-	case f.Type < FrameRequest || f.Type > FrameCancel:
+	case f.Type < FrameRequest || f.Type > FramePong:
 		return Frame{}, fmt.Errorf("%w: type %d", ErrBadFrame, f.Type)
 	case n > MaxFrame:
 		return Frame{}, fmt.Errorf("%w: %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
-	case f.Type == FrameCancel && n != 0:
-		return Frame{}, fmt.Errorf("%w: a cancel with a payload", ErrBadFrame)
+	case f.Type >= FrameCancel && n != 0:
+		return Frame{}, fmt.Errorf("%w: a frame of type %d with a payload", ErrBadFrame, f.Type)
 	}
 	var err error
 	f.Payload, err = ReadBody(io.LimitReader(r, int64(n)), int64(n))
@@ -181,33 +191,51 @@ func ParseResponse(payload []byte) (status int, body []byte, err error) {
 }
 
 // CancelFrame is the frame that gives up on call id.
-func CancelFrame(id uint64) []byte {
+func CancelFrame(id uint64) []byte { return EmptyFrame(FrameCancel, id) }
+
+// EmptyFrame is a frame of typ without a payload: a cancel, a ping or a
+// pong.
+func EmptyFrame(typ byte, id uint64) []byte {
 	b := make([]byte, frameHeaderLen)
-	putHeader(b, FrameCancel, id, 0)
+	putHeader(b, typ, id, 0)
 	return b
 }
 
 // FrameWriter writes frames to one connection for many goroutines at
-// once, batching them: a frame written while another write is under way
-// is queued, and the writer that finds the connection free writes every
-// queued frame, its own and the others', in one write (a group commit).
-// Under load a connection then costs a write per batch, not per call;
-// alone, a frame is written at once.
+// once, batching them (a group commit): a frame written while another
+// write is under way joins the next batch, and the writer that finds the
+// connection free writes each waiting batch in one write. Under load a
+// connection costs a write per batch, not per frame; alone, a frame is
+// written at once. Write returns once its frame was written, so a server
+// counts an answer done only when it left, and what waits is bounded
+// (maxQueued): a peer that stops reading holds its writers, it cannot
+// grow the queue.
 type FrameWriter struct {
 	c       net.Conn
 	timeout time.Duration
 
 	mu      sync.Mutex
-	queue   []byte // frames waiting for the write under way
-	spare   []byte // the last batch's buffer, reused
+	cond    sync.Cond // a batch was written, or the connection failed
+	queue   []byte    // the next batch: frames waiting for the write under way
+	spare   []byte    // the last batch's buffer, reused
 	writing bool
-	err     error // the first failed write; every later Write returns it
+	next    uint64 // the number the queue will be written as
+	done    uint64 // the last batch written or failed
+	failed  uint64 // the batch that failed, once err is set
+	err     error  // the failed write's error; every later Write fails
 }
 
 // NewFrameWriter writes to c, each batch within timeout.
 func NewFrameWriter(c net.Conn, timeout time.Duration) *FrameWriter {
-	return &FrameWriter{c: c, timeout: timeout}
+	w := &FrameWriter{c: c, timeout: timeout, next: 1}
+	w.cond.L = &w.mu
+	return w
 }
+
+// maxQueued bounds the bytes waiting for the write under way; a frame
+// that would pass it waits for that write (a lone bigger frame does
+// not).
+const maxQueued = 4 << 20
 
 // maxSpare bounds the batch buffer a FrameWriter keeps for the next.
 const maxSpare = 256 << 10
@@ -216,49 +244,61 @@ const maxSpare = 256 << 10
 // frame was not written at all.
 var ErrWriteFailed = errors.New("peer: the connection failed an earlier write")
 
-// Write queues frame and returns once it is written or handed to the
-// write under way, which then writes it. An error wrapping
-// ErrWriteFailed means frame was not written; any other error is this
-// write's, which may have sent part of it. A frame queued behind a write
-// that fails is lost with the connection, and its Write returned nil:
-// the reader of the connection fails its call.
+// Write writes frame, in a batch with others, and returns once that batch
+// was written. An error wrapping ErrWriteFailed means frame was not
+// written at all; any other error is its batch's write, which may have
+// sent part of it. A failed write closes the connection.
 func (w *FrameWriter) Write(frame []byte) error {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.err == nil && w.writing && len(w.queue) > 0 && len(w.queue)+len(frame) > maxQueued {
+		w.cond.Wait()
+	}
 	if w.err != nil {
-		err := w.err
-		w.mu.Unlock()
-		return fmt.Errorf("%w: %w", ErrWriteFailed, err)
+		return fmt.Errorf("%w: %w", ErrWriteFailed, w.err)
 	}
+	w.queue = append(w.queue, frame...)
+	mine := w.next
 	if w.writing {
-		w.queue = append(w.queue, frame...)
-		w.mu.Unlock()
-		return nil
+		for w.err == nil && w.done < mine {
+			w.cond.Wait()
+		}
+	} else {
+		w.flushLocked()
 	}
+	switch {
+	case w.err == nil || w.failed > mine:
+		return nil
+	case w.failed == mine:
+		return w.err
+	}
+	return fmt.Errorf("%w: %w", ErrWriteFailed, w.err)
+}
+
+// flushLocked writes the queue, batch after batch, until it is empty or
+// a write fails; w.mu is held but during each write.
+func (w *FrameWriter) flushLocked() {
 	w.writing = true
-	batch, own := frame, true
-	for {
+	defer func() {
+		w.writing = false
+		w.cond.Broadcast()
+	}()
+	for len(w.queue) > 0 {
+		batch, n := w.queue, w.next
+		w.queue, w.spare, w.next = w.spare, nil, n+1
 		w.mu.Unlock()
 		_ = w.c.SetWriteDeadline(time.Now().Add(w.timeout))
 		_, err := w.c.Write(batch)
 		w.mu.Lock()
+		w.done = n
 		if err != nil {
-			w.err, w.queue, w.writing = err, nil, false
-			w.mu.Unlock()
-			w.c.Close() // its reader then fails the calls of the frames lost
-			if own {
-				return err
-			}
-			return nil // ours was written
+			w.err, w.failed, w.queue = err, n, nil
+			w.c.Close() // its reader then fails the calls whose frames were lost
+			return
 		}
-		if !own && cap(batch) <= maxSpare {
+		if cap(batch) <= maxSpare {
 			w.spare = batch[:0] // a burst's big buffer is not kept
 		}
-		own = false
-		if len(w.queue) == 0 {
-			w.writing = false
-			w.mu.Unlock()
-			return nil
-		}
-		batch, w.queue, w.spare = w.queue, w.spare, nil
+		w.cond.Broadcast()
 	}
 }

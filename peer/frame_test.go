@@ -260,3 +260,75 @@ func TestCallsOnALostConnectionFailAndTheNextDialsAgain(t *testing.T) {
 		t.Fatalf("%d dials, want 2: the lost connection replaced once", dials)
 	}
 }
+
+// echoFramed is a framed server that answers every call with an empty
+// LookupResponse.
+func echoFramed(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				if _, err := io.ReadFull(r, make([]byte, len(StreamMagic))); err != nil {
+					return
+				}
+				_, _ = io.WriteString(c, StreamMagic)
+				ok, _ := Encode(&LookupResponse{V: Version})
+				for {
+					f, err := ReadFrame(r)
+					if err != nil {
+						return
+					}
+					_, _ = c.Write(ResponseFrame(f.ID, 200, ok))
+				}
+			})
+		}
+	}()
+	return ln
+}
+
+// TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection: a call that
+// starts just as an idle connection is closed either keeps the
+// connection open or is sent on a new one; it never fails for it.
+func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
+	ln := echoFramed(t)
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	var runs atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				s := newStreams(dial, nil)
+				s.idle = 2 * time.Millisecond
+				c := &Client{cfg: ClientConfig{Self: "n1", Timeout: 5 * time.Second}, rt: s}
+				t0 := time.Now()
+				if _, _, err := c.Lookup(context.Background(), ln.Addr().String(), &LookupRequest{Key: "k"}); err != nil {
+					t.Errorf("first call: %v", err)
+				}
+				time.Sleep(time.Until(t0.Add(2*time.Millisecond + time.Duration(runs.Load()%300)*time.Microsecond)))
+				if _, _, err := c.Lookup(context.Background(), ln.Addr().String(), &LookupRequest{Key: "k"}); err != nil {
+					t.Errorf("a call as the idle close fired: %v", err)
+				}
+				runs.Add(1)
+				s.Close()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d runs", runs.Load())
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -157,8 +158,7 @@ func (s *streams) open(addr string) (*streamConn, error) {
 		c.Close()
 		return nil, err
 	}
-	sc := &streamConn{c: c, w: NewFrameWriter(c, writeTimeout), pending: map[uint64]chan streamResult{}, idle: s.idle}
-	sc.lastUse.Store(time.Now().UnixNano())
+	sc := newStreamConn(c, s.idle)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -186,16 +186,18 @@ func hello(ctx context.Context, c net.Conn) error {
 	}
 	var b [len(StreamMagic)]byte
 	_, err := io.ReadFull(c, b[:])
-	var ne net.Error
 	switch {
 	case err == nil && string(b[:]) == StreamMagic:
 		return nil
 	case err == nil:
 		return fmt.Errorf("%w: answered %q", errNoFrames, b[:])
-	case errors.As(err, &ne) && ne.Timeout():
-		return err
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		// Closed without an answer (a reset when the magic was left
+		// unread): hashicorp/raft, which takes the connections of kinds
+		// it does not know, on an older node.
+		return fmt.Errorf("%w: %v", errNoFrames, err)
 	}
-	return fmt.Errorf("%w: %v", errNoFrames, err)
+	return err
 }
 
 // Close closes every connection; calls on them fail.
@@ -213,19 +215,22 @@ func (s *streams) Close() {
 
 // streamConn is one framed connection and the calls waiting on it.
 type streamConn struct {
-	c    net.Conn
-	w    *FrameWriter
-	idle time.Duration
+	c     net.Conn
+	w     *FrameWriter
+	idle  time.Duration
+	born  time.Time     // the monotonic base of lastRead, lastUse, pinged
+	slots chan struct{} // a call holds one while it waits: MaxStreamCalls
 
 	mu      sync.Mutex
 	pending map[uint64]chan streamResult
 	nextID  uint64
 	err     error // set once the connection broke; no call uses it after
+	idler   *time.Timer
+	pinged  bool // a ping is out, unanswered
 
-	lastRead atomic.Int64 // unix nanos of the last frame read
-	lastUse  atomic.Int64 // unix nanos of the last call sent
+	lastRead atomic.Int64 // since born, when a frame was last read
+	lastUse  atomic.Int64 // since born, when a call was last sent
 	wg       sync.WaitGroup
-	idler    *time.Timer
 }
 
 type streamResult struct {
@@ -233,6 +238,14 @@ type streamResult struct {
 	body   []byte
 	err    error
 }
+
+func newStreamConn(c net.Conn, idle time.Duration) *streamConn {
+	return &streamConn{c: c, w: NewFrameWriter(c, writeTimeout), idle: idle, born: time.Now(),
+		slots: make(chan struct{}, MaxStreamCalls), pending: map[uint64]chan streamResult{}}
+}
+
+// since is the time since the connection opened, on the monotonic clock.
+func (sc *streamConn) since() int64 { return int64(time.Since(sc.born)) }
 
 func (sc *streamConn) start() {
 	sc.wg.Go(sc.readLoop)
@@ -249,8 +262,24 @@ func (sc *streamConn) usable() bool {
 	return sc.err == nil
 }
 
+// writeTimeout bounds one write of frames: a peer that stops reading
+// must not hold every caller of the connection for ever.
+const writeTimeout = 10 * time.Second
+
+// pingTimeout is how long a ping may go unanswered before the connection
+// counts as dead.
+const pingTimeout = 5 * time.Second
+
 // call sends frame (its id is set here) and waits for the answer or ctx.
+// A call waits for a free slot first (MaxStreamCalls), as an HTTP/2
+// client waits for a stream.
 func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, error) {
+	select {
+	case sc.slots <- struct{}{}:
+		defer func() { <-sc.slots }()
+	case <-ctx.Done():
+		return 0, nil, ctx.Err()
+	}
 	ch := make(chan streamResult, 1)
 	sc.mu.Lock()
 	if sc.err != nil {
@@ -262,7 +291,7 @@ func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, erro
 	sc.pending[id] = ch
 	sc.mu.Unlock()
 	putHeader(frame, FrameRequest, id, len(frame)-frameHeaderLen)
-	sent := time.Now().UnixNano()
+	sent := sc.since()
 	sc.lastUse.Store(sent)
 	if err := sc.w.Write(frame); err != nil {
 		sc.forget(id)
@@ -277,20 +306,40 @@ func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, erro
 		return r.status, r.body, r.err
 	case <-ctx.Done():
 		sc.forget(id)
-		if sc.lastRead.Load() < sent {
-			// Nothing arrived since the call left: the connection may be
-			// dead (a peer cut off without a FIN). Later calls dial anew.
-			sc.fail(fmt.Errorf("peer: no answer since %v", time.Unix(0, sent)))
-		} else if errors.Is(ctx.Err(), context.Canceled) {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			go func() { _ = sc.w.Write(CancelFrame(id)) }()
+		} else if sc.lastRead.Load() < sent {
+			// Nothing arrived since the call left: the peer is slow, or the
+			// connection dead (a peer cut off without a FIN). A ping tells.
+			sc.ping()
 		}
 		return 0, nil, ctx.Err()
 	}
 }
 
-// writeTimeout bounds one write of frames: a peer that stops reading
-// must not hold every caller of the connection.
-const writeTimeout = 10 * time.Second
+// ping sends a ping unless one is out, and fails the connection if
+// nothing at all is read within pingTimeout.
+func (sc *streamConn) ping() {
+	sc.mu.Lock()
+	if sc.pinged || sc.err != nil {
+		sc.mu.Unlock()
+		return
+	}
+	sc.pinged = true
+	sc.mu.Unlock()
+	sent := sc.since()
+	go func() {
+		if err := sc.w.Write(EmptyFrame(FramePing, 0)); err != nil {
+			sc.fail(err)
+			return
+		}
+		time.AfterFunc(pingTimeout, func() {
+			if sc.lastRead.Load() < sent {
+				sc.fail(fmt.Errorf("peer: no answer to a ping in %v", pingTimeout))
+			}
+		})
+	}()
+}
 
 func (sc *streamConn) forget(id uint64) {
 	sc.mu.Lock()
@@ -302,6 +351,11 @@ func (sc *streamConn) forget(id uint64) {
 // waiting on it: their messages may have been acted on.
 func (sc *streamConn) fail(err error) {
 	sc.mu.Lock()
+	sc.failLocked(err)
+}
+
+// failLocked is fail with sc.mu held; it releases it.
+func (sc *streamConn) failLocked(err error) {
 	if sc.err != nil {
 		sc.mu.Unlock()
 		return
@@ -320,21 +374,23 @@ func (sc *streamConn) fail(err error) {
 }
 
 // closeIfIdle closes the connection when no call is waiting and none was
-// sent for idle; else it looks again when that may be true.
+// sent for idle; else it looks again when that may be true. The check
+// and the close are one step under sc.mu, so a call either registered
+// before it (and the connection stays) or finds it closed (errStale: it
+// is sent on a new one).
 func (sc *streamConn) closeIfIdle() {
 	sc.mu.Lock()
 	if sc.err != nil {
 		sc.mu.Unlock()
 		return
 	}
-	since := time.Since(time.Unix(0, sc.lastUse.Load()))
+	since := time.Duration(sc.since() - sc.lastUse.Load())
 	if len(sc.pending) > 0 || since < sc.idle {
 		sc.idler.Reset(max(sc.idle-since, time.Second))
 		sc.mu.Unlock()
 		return
 	}
-	sc.mu.Unlock()
-	sc.fail(errors.New("peer: idle"))
+	sc.failLocked(errors.New("peer: idle"))
 }
 
 // readLoop hands each response to its call until the connection breaks.
@@ -342,18 +398,25 @@ func (sc *streamConn) readLoop() {
 	br := bufio.NewReaderSize(sc.c, 32<<10)
 	for {
 		f, err := ReadFrame(br)
-		if err == nil && f.Type != FrameResponse {
-			err = fmt.Errorf("%w: type %d from a server", ErrBadFrame, f.Type)
-		}
 		var r streamResult
 		if err == nil {
-			r.status, r.body, err = ParseResponse(f.Payload)
+			sc.lastRead.Store(sc.since())
+			switch f.Type {
+			case FramePong:
+				sc.mu.Lock()
+				sc.pinged = false
+				sc.mu.Unlock()
+				continue
+			case FrameResponse:
+				r.status, r.body, err = ParseResponse(f.Payload)
+			default:
+				err = fmt.Errorf("%w: type %d from a server", ErrBadFrame, f.Type)
+			}
 		}
 		if err != nil {
 			sc.fail(err)
 			return
 		}
-		sc.lastRead.Store(time.Now().UnixNano())
 		sc.mu.Lock()
 		ch := sc.pending[f.ID]
 		delete(sc.pending, f.ID)
