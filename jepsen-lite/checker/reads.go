@@ -109,22 +109,33 @@ func NoTimeTravel(h *History, cfg Config) Result {
 	b.fig("versioned reads", "%d", checked)
 	b.fig("process/key histories", "%d", len(last))
 	b.fig("regressions while split (counted, not judged)", "%d", split)
-	b.fig("regressions to an owner's copy after a restarted node answered as owner before rejoining (counted, not judged)", "%d", rejoining)
+	b.fig("regressions across a restarted node answering as owner before rejoining (counted, not judged)", "%d", rejoining)
 	b.fig("regressions to a saved copy after kill-all (newer one unsaved; counted, not judged)", "%d", unsaved)
 	return b.done()
 }
 
-// ownedWhileRejoining reports whether newer, the read whose version r
-// went back from, was answered by a node acting as the key's owner while
-// it was restarting (from going down until it was ready again: its ring
-// may hold only the members it has seen so far), the key's owner for r
-// being another node, and r came within horizon of that node being ready.
+// ownedWhileRejoining reports whether one of the two reads of a
+// regression, newer (the read whose version r went back from) or r, was
+// answered by a node acting as the key's owner while it was restarting
+// (from going down until it was ready again: its ring may hold only the
+// members it has seen so far), the key's owner for the other read being
+// another node, and r came within horizon of that node being ready. The
+// node may have fetched the newer copy (and the real owner served its
+// older one), or served the older copy it saved (and the real owner held
+// the newer one): either way, two owners at once.
 func (h *History) ownedWhileRejoining(newer, r history.Op, horizon time.Duration) bool {
-	if newer.Owner == "" || newer.Owner != newer.Node || r.Owner == newer.Owner {
+	return h.actedAsOwner(newer, r, r.Time, horizon) || h.actedAsOwner(r, newer, r.Time, horizon)
+}
+
+// actedAsOwner reports whether x was answered by its node acting as the
+// key's owner while that node was restarting, other's owner being
+// another node, and at came within horizon of the node being ready.
+func (h *History) actedAsOwner(x, other history.Op, at int64, horizon time.Duration) bool {
+	if x.Owner == "" || x.Owner != x.Node || other.Owner == x.Owner {
 		return false
 	}
 	for _, rs := range restarts(h) {
-		if rs.node == newer.Node && newer.Time >= rs.down && newer.Time <= rs.ready && r.Time <= rs.ready+horizon.Nanoseconds() {
+		if rs.node == x.Node && x.Time >= rs.down && x.Time <= rs.ready && at <= rs.ready+horizon.Nanoseconds() {
 			return true
 		}
 	}

@@ -317,6 +317,33 @@ func TestNoTimeTravelWhileTheClusterReforms(t *testing.T) {
 	})
 }
 
+// TestNoTimeTravelWhenARejoiningNodeServesItsSavedCopy: the mirror case.
+// A node back from a whole-cluster restart that has not yet seen the
+// others answers as the owner with the older copy it saved, after a
+// client read the newer one from the real owner: two owners at once too
+// (counted, not judged), as long as the older answer came before the
+// node was ready and named the node itself as owner.
+func TestNoTimeTravelWhenARejoiningNodeServesItsSavedCopy(t *testing.T) {
+	const k = "stories/1/comments"
+	reform := func(olderAt float64, olderOwner, newerOwner string) func() *History {
+		return func() *History {
+			h := base()
+			h.Faults = []history.Fault{fault(kindRestartAll, 10, 20, "n1", "n2", "n3")}
+			okRead(h, 1, "n1", "acme", k, 8, 6, 7)
+			h.Ops[len(h.Ops)-1].Owner = newerOwner
+			okRead(h, 1, "n2", "acme", k, olderAt, 5, 1)
+			h.Ops[len(h.Ops)-1].Owner = olderOwner
+			return h
+		}
+	}
+	runCases(t, NoTimeTravel, []checkCase{
+		{name: "the older copy from a rejoining node acting as owner", pass: true, build: reform(19.5, "n2", "n1")},
+		{name: "the older copy forwarded to another owner", violations: 1, build: reform(19.5, "n3", "n1")},
+		{name: "the older copy from the same owner", violations: 1, build: reform(19.5, "n1", "n1")},
+		{name: "the older copy after the node was ready", violations: 1, build: reform(20.5, "n2", "n1")},
+	})
+}
+
 // TestFirstRefetchAfterRestartFigure: after restart-all, a kept key's
 // first upstream call is conditional (the node loaded its copy); a key
 // called unconditionally counts against it; calls before the end do not
