@@ -72,6 +72,28 @@ func (fp *framedPeers) client(t *testing.T, streamAddr string) *peer.Client {
 
 func (fp *framedPeers) addr() string { return fp.httpLn.Addr().String() }
 
+// warmClient is a client whose framed connection is open: it has made
+// one lookup ("warm").
+func (fp *framedPeers) warmClient(t *testing.T) *peer.Client {
+	t.Helper()
+	c := fp.client(t, "")
+	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// lookupAsync looks key up at addr through c in the background; the
+// channel gets its error.
+func lookupAsync(c *peer.Client, addr, key string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := c.Lookup(context.Background(), addr, &peer.LookupRequest{Key: key})
+		done <- err
+	}()
+	return done
+}
+
 // lookupEndpoint answers every lookup with a found entry named after the
 // key, after wait (nil: at once).
 func lookupEndpoint(wait func(ctx context.Context, key string)) PeerEndpoint {
@@ -121,15 +143,8 @@ func TestFramedCallsShareAConnectionAndAreAnsweredInAnyOrder(t *testing.T) {
 			}
 		}
 	})}})
-	c := fp.client(t, "")
-	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
-		t.Fatal(err)
-	}
-	slow := make(chan error, 1)
-	go func() {
-		_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "slow"})
-		slow <- err
-	}()
+	c := fp.warmClient(t)
+	slow := lookupAsync(c, fp.addr(), "slow")
 	for i := range 20 {
 		if e, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "fast"}); err != nil || e.Key != "fast" {
 			t.Fatalf("fast call %d behind a held one: %+v, %v", i, e, err)
@@ -167,10 +182,7 @@ func TestAFramedCallCarriesItsDeadlineAndItsCancel(t *testing.T) {
 		got <- seen{dl, ctx.Err()}
 		time.Sleep(200 * time.Millisecond) // answers after the caller gave up
 	})}})
-	c := fp.client(t, "")
-	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
-		t.Fatal(err)
-	}
+	c := fp.warmClient(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
@@ -248,11 +260,7 @@ func TestShutdownAnswersAFramedCallInFlight(t *testing.T) {
 		}
 	})}})
 	c := fp.client(t, "")
-	got := make(chan error, 1)
-	go func() {
-		_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "held"})
-		got <- err
-	}()
+	got := lookupAsync(c, fp.addr(), "held")
 	<-started
 	stopped := make(chan struct{})
 	go func() {
@@ -344,15 +352,8 @@ func TestOneCallsTimeoutOrCancelLeavesTheOtherCallsAlone(t *testing.T) {
 					<-release
 				}
 			})}})
-			c := fp.client(t, "")
-			if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
-				t.Fatal(err)
-			}
-			long := make(chan error, 1)
-			go func() {
-				_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "long"})
-				long <- err
-			}()
+			c := fp.warmClient(t)
+			long := lookupAsync(c, fp.addr(), "long")
 			time.Sleep(50 * time.Millisecond)
 			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 			if mode == "cancel" {
@@ -391,15 +392,8 @@ func TestAnAnswerTooLargeFailsOnlyItsCall(t *testing.T) {
 		}
 		return peer.Encode(&peer.LookupResponse{V: peer.Version})
 	}}}})
-	c := fp.client(t, "")
-	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan error, 1)
-	go func() {
-		_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "held"})
-		held <- err
-	}()
+	c := fp.warmClient(t)
+	held := lookupAsync(c, fp.addr(), "held")
 	time.Sleep(50 * time.Millisecond)
 	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "big"}); err == nil || !strings.Contains(err.Error(), "500") {
 		t.Fatalf("the call answered too much: %v, want a 500", err)
@@ -486,10 +480,7 @@ func TestCallsBeyondAConnectionsLimitWait(t *testing.T) {
 			}
 		}
 	})}})
-	c := fp.client(t, "")
-	if _, _, err := c.Lookup(t.Context(), fp.addr(), &peer.LookupRequest{Key: "warm"}); err != nil {
-		t.Fatal(err)
-	}
+	c := fp.warmClient(t)
 	var wg sync.WaitGroup
 	var failed atomic.Int32
 	for i := range peer.MaxStreamCalls + 40 {

@@ -205,39 +205,7 @@ func TestAFrameWriterThatFailedWritesNothingMore(t *testing.T) {
 // connection that breaks fail at once (their messages may have arrived,
 // so not as "not sent"), and the next call dials a new connection.
 func TestCallsOnALostConnectionFailAndTheNextDialsAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	// The server answers StreamMagic; on its first connection it reads one
-	// frame and hangs up, on the next it answers every call.
-	var conns sync.WaitGroup
-	defer conns.Wait()
-	go func() {
-		for n := 0; ; n++ {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Go(func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				if _, err := io.ReadFull(r, make([]byte, len(StreamMagic))); err != nil {
-					return
-				}
-				_, _ = io.WriteString(c, StreamMagic)
-				for {
-					f, err := ReadFrame(r)
-					if err != nil || n == 0 {
-						return
-					}
-					ok, _ := Encode(&LookupResponse{V: Version})
-					_, _ = c.Write(ResponseFrame(f.ID, 200, ok))
-				}
-			})
-		}
-	}()
+	ln := framedServer(t, true)
 	var dials atomic.Int32
 	s := newStreams(func(ctx context.Context, addr string) (net.Conn, error) {
 		dials.Add(1)
@@ -261,9 +229,10 @@ func TestCallsOnALostConnectionFailAndTheNextDialsAgain(t *testing.T) {
 	}
 }
 
-// echoFramed is a framed server that answers every call with an empty
-// LookupResponse.
-func echoFramed(t *testing.T) net.Listener {
+// framedServer is a framed server that answers every call with an
+// empty LookupResponse; with hangUpFirst, its first connection reads one
+// frame and hangs up instead.
+func framedServer(t *testing.T, hangUpFirst bool) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -272,7 +241,7 @@ func echoFramed(t *testing.T) net.Listener {
 	var conns sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); conns.Wait() })
 	go func() {
-		for {
+		for n := 0; ; n++ {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -287,7 +256,7 @@ func echoFramed(t *testing.T) net.Listener {
 				ok, _ := Encode(&LookupResponse{V: Version})
 				for {
 					f, err := ReadFrame(r)
-					if err != nil {
+					if err != nil || hangUpFirst && n == 0 {
 						return
 					}
 					_, _ = c.Write(ResponseFrame(f.ID, 200, ok))
@@ -302,7 +271,7 @@ func echoFramed(t *testing.T) net.Listener {
 // starts just as an idle connection is closed either keeps the
 // connection open or is sent on a new one; it never fails for it.
 func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
-	ln := echoFramed(t)
+	ln := framedServer(t, false)
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
