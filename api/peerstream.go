@@ -27,6 +27,12 @@ import (
 // their own idle connections sooner (peer's streamIdle).
 const streamIdleTimeout = 10 * time.Minute
 
+// serverStreamCalls is how many calls a framed connection may have served
+// at once: twice what a client sends (peer.MaxStreamCalls), since a
+// client frees a call's slot when it gives up and the server only once
+// the handler has seen the cancel; a call beyond it is answered 503.
+const serverStreamCalls = 2 * peer.MaxStreamCalls
+
 // streamHelloTimeout bounds reading a new connection's StreamMagic.
 const streamHelloTimeout = 10 * time.Second
 
@@ -89,7 +95,7 @@ func (ps *PeerServer) serveStreams(ln net.Listener, h http.Handler, sender func(
 			c.Close()
 			continue
 		}
-		ss := &serverStream{c: c, name: name, h: h, log: log, sem: make(chan struct{}, peer.MaxStreamCalls),
+		ss := &serverStream{c: c, name: name, h: h, log: log, sem: make(chan struct{}, serverStreamCalls),
 			w: peer.NewFrameWriter(c, peerWriteTimeout), inflight: &ps.inflight, cancels: map[uint64]context.CancelFunc{}}
 		if !ps.streams.add(ss) {
 			c.Close()
@@ -108,7 +114,7 @@ type serverStream struct {
 	name string
 	h    http.Handler
 	log  *slog.Logger
-	sem  chan struct{} // calls being served: peer.MaxStreamCalls
+	sem  chan struct{} // calls being served: serverStreamCalls
 	w    *peer.FrameWriter
 
 	inflight *atomic.Int64 // the PeerServer's: calls read and not yet answered
@@ -123,12 +129,11 @@ func (ss *serverStream) serve() {
 	if !ss.hello(br) {
 		return
 	}
+	// When the connection ends its calls are canceled, not waited for:
+	// as with net/http's Close, a handler that ignores its context does
+	// not hold Shutdown past its own context.
 	base, cancelAll := context.WithCancel(peer.WithSender(context.Background(), ss.name))
-	var calls sync.WaitGroup
-	defer func() {
-		cancelAll()
-		calls.Wait()
-	}()
+	defer cancelAll()
 	for {
 		_ = ss.c.SetReadDeadline(time.Now().Add(streamIdleTimeout))
 		f, err := peer.ReadFrame(br)
@@ -149,7 +154,7 @@ func (ss *serverStream) serve() {
 		case peer.FramePing:
 			ss.write(peer.EmptyFrame(peer.FramePong, f.ID))
 		case peer.FrameRequest:
-			ss.start(base, &calls, f)
+			ss.start(base, f)
 		default:
 			ss.log.Debug("peer stream closed", "from", ss.name, "err", "a response frame from a client")
 			return
@@ -158,11 +163,10 @@ func (ss *serverStream) serve() {
 }
 
 // start serves request frame f on its own goroutine; the read loop never
-// waits for it. A call is counted in flight (Shutdown waits for it) from
-// the moment its frame is read until its answer has been written. A call
-// beyond MaxStreamCalls, which a client keeps to, is answered 503
-// unserved.
-func (ss *serverStream) start(base context.Context, calls *sync.WaitGroup, f peer.Frame) {
+// waits for it. A call is counted in flight (Shutdown waits for it to be
+// quiet) from the moment its frame is read until its answer has been
+// written. A call beyond serverStreamCalls is answered 503 unserved.
+func (ss *serverStream) start(base context.Context, f peer.Frame) {
 	select {
 	case ss.sem <- struct{}{}:
 	default:
@@ -174,7 +178,7 @@ func (ss *serverStream) start(base context.Context, calls *sync.WaitGroup, f pee
 	ss.mu.Lock()
 	ss.cancels[f.ID] = cancel
 	ss.mu.Unlock()
-	calls.Go(func() {
+	go func() {
 		defer func() {
 			ss.mu.Lock()
 			delete(ss.cancels, f.ID)
@@ -184,7 +188,7 @@ func (ss *serverStream) start(base context.Context, calls *sync.WaitGroup, f pee
 			ss.inflight.Add(-1)
 		}()
 		ss.call(ctx, f)
-	})
+	}()
 }
 
 // hello reads StreamMagic and sends it back.

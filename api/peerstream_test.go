@@ -405,8 +405,9 @@ func TestAnAnswerTooLargeFailsOnlyItsCall(t *testing.T) {
 }
 
 // TestAnswersAPeerDoesNotReadAreBounded: a peer that sends calls and never
-// reads their answers holds at most peer.MaxStreamCalls answers in the
-// server (each waits until written), not one per call it sent.
+// reads their answers has at most serverStreamCalls of them served, their
+// answers held in the server (each waits until written), not one per call
+// it sent.
 func TestAnswersAPeerDoesNotReadAreBounded(t *testing.T) {
 	reply := make([]byte, 32<<10)
 	var served atomic.Int32
@@ -419,7 +420,7 @@ func TestAnswersAPeerDoesNotReadAreBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var all []byte
-	for i := range 3 * peer.MaxStreamCalls {
+	for i := range 6 * peer.MaxStreamCalls {
 		all = append(all, lookupFrame(t, uint64(i+1), "k")...)
 	}
 	go func() { _, _ = c.Write(all) }()
@@ -431,8 +432,13 @@ func TestAnswersAPeerDoesNotReadAreBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	if limit := int64(peer.MaxStreamCalls*len(reply)) + 16<<20; grew > limit {
-		t.Fatalf("%d calls served, live heap grew %d MiB for one connection; want at most %d MiB", served.Load(), grew>>20, limit>>20)
+	// A few hundred answers fit in the sockets' buffers and free their
+	// slots; without the bound every call sent would be served.
+	if n, most := served.Load(), int32(serverStreamCalls+peer.MaxStreamCalls/2); n > most {
+		t.Fatalf("%d of %d calls served while none was read; want at most %d", n, 6*peer.MaxStreamCalls, most)
+	}
+	if limit := int64(serverStreamCalls*(len(reply)+8<<10)) + 32<<20; grew > limit {
+		t.Fatalf("live heap grew %d MiB for one connection; want at most %d MiB", grew>>20, limit>>20)
 	}
 }
 
@@ -499,5 +505,62 @@ func TestCallsBeyondAConnectionsLimitWait(t *testing.T) {
 	wg.Wait()
 	if n, m := failed.Load(), most.Load(); n > 0 || m > peer.MaxStreamCalls {
 		t.Fatalf("%d calls failed, %d served at once; want none failed and at most %d", n, m, peer.MaxStreamCalls)
+	}
+}
+
+// TestCallsThatTimeOutLeaveNoSlotBehind: callers that keep giving up
+// (100 ms deadlines against a server that answers only when told to
+// stop) never find the server full: each call carries the time left when
+// it is sent and is canceled when it ends, so a client within its limit
+// gets no 503.
+func TestCallsThatTimeOutLeaveNoSlotBehind(t *testing.T) {
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(ctx context.Context, key string) {
+		if key != "warm" {
+			<-ctx.Done()
+		}
+	})}})
+	c := fp.warmClient(t)
+	var refused, total atomic.Int32
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(time.Second)
+	for range peer.MaxStreamCalls + 200 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				_, _, err := c.Lookup(ctx, fp.addr(), &peer.LookupRequest{Key: "k"})
+				cancel()
+				total.Add(1)
+				if err != nil && strings.Contains(err.Error(), "503") {
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := refused.Load(); n > 0 {
+		t.Fatalf("%d of %d calls refused 503 by a server the client kept within its limit", n, total.Load())
+	}
+}
+
+// TestShutdownEndsWithItsContext: a handler that ignores its context
+// does not hold Shutdown past Shutdown's own context (as net/http's Close
+// does not wait for handlers).
+func TestShutdownEndsWithItsContext(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(_ context.Context, key string) {
+		if key == "slow" {
+			<-release // ignores its context
+		}
+	})}})
+	c := fp.warmClient(t)
+	lookupAsync(c, fp.addr(), "slow")
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	fp.ps.Shutdown(ctx)
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Fatalf("Shutdown with a 200 ms context took %v", took)
 	}
 }

@@ -122,12 +122,8 @@ func RequestFrame(id uint64, timeout time.Duration, path string, body io.Reader,
 	n := 4 + 1 + len(path) + bodyLen
 	b := make([]byte, frameHeaderLen+n)
 	putHeader(b, FrameRequest, id, n)
-	ms := uint32(0)
-	if timeout > 0 {
-		ms = uint32(min((timeout+time.Millisecond-1)/time.Millisecond, 1<<32-1))
-	}
+	setTimeout(b, timeout)
 	p := b[frameHeaderLen:]
-	binary.BigEndian.PutUint32(p[0:4], ms)
 	p[4] = byte(len(path))
 	copy(p[5:], path)
 	if body != nil {
@@ -136,6 +132,16 @@ func RequestFrame(id uint64, timeout time.Duration, path string, body io.Reader,
 		}
 	}
 	return b, nil
+}
+
+// setTimeout writes timeout (rounded up to a millisecond; ≤ 0: none) into
+// request frame b.
+func setTimeout(b []byte, timeout time.Duration) {
+	ms := uint32(0)
+	if timeout > 0 {
+		ms = uint32(min((timeout+time.Millisecond-1)/time.Millisecond, 1<<32-1))
+	}
+	binary.BigEndian.PutUint32(b[frameHeaderLen:], ms)
 }
 
 // StreamRequest is a request frame's payload, parsed.
@@ -247,7 +253,10 @@ var ErrWriteFailed = errors.New("peer: the connection failed an earlier write")
 // Write writes frame, in a batch with others, and returns once that batch
 // was written. An error wrapping ErrWriteFailed means frame was not
 // written at all; any other error is its batch's write, which may have
-// sent part of it. A failed write closes the connection.
+// sent part of it. A failed write closes the connection. Each writer
+// writes at most one batch, the one holding its own frame: the writers
+// waiting behind it take turns, so none is held writing everyone else's
+// frames under steady load.
 func (w *FrameWriter) Write(frame []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -258,13 +267,13 @@ func (w *FrameWriter) Write(frame []byte) error {
 		return fmt.Errorf("%w: %w", ErrWriteFailed, w.err)
 	}
 	w.queue = append(w.queue, frame...)
-	mine := w.next
-	if w.writing {
-		for w.err == nil && w.done < mine {
+	mine := w.next // the queue is written as batch w.next
+	for w.err == nil && w.done < mine {
+		if w.writing {
 			w.cond.Wait()
+			continue
 		}
-	} else {
-		w.flushLocked()
+		w.writeBatchLocked() // the queue, holding frame: batch mine
 	}
 	switch {
 	case w.err == nil || w.failed > mine:
@@ -275,30 +284,22 @@ func (w *FrameWriter) Write(frame []byte) error {
 	return fmt.Errorf("%w: %w", ErrWriteFailed, w.err)
 }
 
-// flushLocked writes the queue, batch after batch, until it is empty or
-// a write fails; w.mu is held but during each write.
-func (w *FrameWriter) flushLocked() {
+// writeBatchLocked writes the queue as one batch; w.mu is held but
+// during the write.
+func (w *FrameWriter) writeBatchLocked() {
 	w.writing = true
-	defer func() {
-		w.writing = false
-		w.cond.Broadcast()
-	}()
-	for len(w.queue) > 0 {
-		batch, n := w.queue, w.next
-		w.queue, w.spare, w.next = w.spare, nil, n+1
-		w.mu.Unlock()
-		_ = w.c.SetWriteDeadline(time.Now().Add(w.timeout))
-		_, err := w.c.Write(batch)
-		w.mu.Lock()
-		w.done = n
-		if err != nil {
-			w.err, w.failed, w.queue = err, n, nil
-			w.c.Close() // its reader then fails the calls whose frames were lost
-			return
-		}
-		if cap(batch) <= maxSpare {
-			w.spare = batch[:0] // a burst's big buffer is not kept
-		}
-		w.cond.Broadcast()
+	batch, n := w.queue, w.next
+	w.queue, w.spare, w.next = w.spare, nil, n+1
+	w.mu.Unlock()
+	_ = w.c.SetWriteDeadline(time.Now().Add(w.timeout))
+	_, err := w.c.Write(batch)
+	w.mu.Lock()
+	w.writing, w.done = false, n
+	if err != nil {
+		w.err, w.failed, w.queue = err, n, nil
+		w.c.Close() // its reader then fails the calls whose frames were lost
+	} else if cap(batch) <= maxSpare {
+		w.spare = batch[:0] // a burst's big buffer is not kept
 	}
+	w.cond.Broadcast()
 }

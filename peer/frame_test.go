@@ -205,7 +205,7 @@ func TestAFrameWriterThatFailedWritesNothingMore(t *testing.T) {
 // connection that breaks fail at once (their messages may have arrived,
 // so not as "not sent"), and the next call dials a new connection.
 func TestCallsOnALostConnectionFailAndTheNextDialsAgain(t *testing.T) {
-	ln := framedServer(t, true)
+	ln := framedServer(t, true, 0)
 	var dials atomic.Int32
 	s := newStreams(func(ctx context.Context, addr string) (net.Conn, error) {
 		dials.Add(1)
@@ -230,9 +230,9 @@ func TestCallsOnALostConnectionFailAndTheNextDialsAgain(t *testing.T) {
 }
 
 // framedServer is a framed server that answers every call with an
-// empty LookupResponse; with hangUpFirst, its first connection reads one
-// frame and hangs up instead.
-func framedServer(t *testing.T, hangUpFirst bool) net.Listener {
+// empty LookupResponse, delay after reading it; with hangUpFirst, its
+// first connection reads one frame and hangs up instead.
+func framedServer(t *testing.T, hangUpFirst bool, delay time.Duration) net.Listener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -254,12 +254,17 @@ func framedServer(t *testing.T, hangUpFirst bool) net.Listener {
 				}
 				_, _ = io.WriteString(c, StreamMagic)
 				ok, _ := Encode(&LookupResponse{V: Version})
+				var wmu sync.Mutex
 				for {
 					f, err := ReadFrame(r)
 					if err != nil || hangUpFirst && n == 0 {
 						return
 					}
-					_, _ = c.Write(ResponseFrame(f.ID, 200, ok))
+					time.AfterFunc(delay, func() {
+						wmu.Lock()
+						defer wmu.Unlock()
+						_, _ = c.Write(ResponseFrame(f.ID, 200, ok))
+					})
 				}
 			})
 		}
@@ -271,7 +276,7 @@ func framedServer(t *testing.T, hangUpFirst bool) net.Listener {
 // starts just as an idle connection is closed either keeps the
 // connection open or is sent on a new one; it never fails for it.
 func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
-	ln := framedServer(t, false)
+	ln := framedServer(t, false, 0)
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
@@ -300,4 +305,84 @@ func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d runs", runs.Load())
+}
+
+// slowConn takes a millisecond for every write and drops what it is given.
+type slowConn struct{ net.Conn }
+
+func (slowConn) Write(b []byte) (int, error)      { time.Sleep(time.Millisecond); return len(b), nil }
+func (slowConn) SetWriteDeadline(time.Time) error { return nil }
+func (slowConn) Close() error                     { return nil }
+
+// TestNoFrameWriterIsHeldWritingTheOthersFrames: under steady load from
+// many writers, each Write returns after about two batches (the one
+// under way and its own), not once the load stops.
+func TestNoFrameWriterIsHeldWritingTheOthersFrames(t *testing.T) {
+	w := NewFrameWriter(slowConn{}, time.Second)
+	var stop atomic.Bool
+	var worst atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			for !stop.Load() {
+				time.Sleep(time.Duration(i%13) * 250 * time.Microsecond)
+				t0 := time.Now()
+				_ = w.Write(EmptyFrame(FramePing, 0))
+				for d := int64(time.Since(t0)); d > worst.Load(); {
+					if worst.CompareAndSwap(worst.Load(), d) {
+						break
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	stop.Store(true)
+	wg.Wait()
+	if d := time.Duration(worst.Load()); d > 500*time.Millisecond {
+		t.Fatalf("a Write took %v under load, each batch taking 1 ms", d)
+	}
+}
+
+// TestADialAfterAnotherKeepsTheConnectionInUse: callers that saw a
+// connection fail dial one after the other; a later dial keeps the
+// connection an earlier one opened, and no call on it fails for that.
+func TestADialAfterAnotherKeepsTheConnectionInUse(t *testing.T) {
+	ln := framedServer(t, false, 30*time.Millisecond)
+	s := newStreams(func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}, nil)
+	defer s.Close()
+	frame := func() []byte { f, _ := RequestFrame(0, 0, PathLookup, nil, 0); return f }
+	var replaced atomic.Int32
+	for range 20 {
+		sc, err := s.conn(t.Context(), ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.fail(errors.New("test: broken"))
+		var wg sync.WaitGroup
+		for range 200 {
+			wg.Go(func() {
+				for range 2 { // a call on a connection that failed first is sent again
+					sc, err := s.conn(t.Context(), ln.Addr().String())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if _, _, err = sc.call(t.Context(), frame()); !errors.Is(err, errStale) {
+						if err != nil && strings.Contains(err.Error(), "replaced") {
+							replaced.Add(1)
+						}
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if n := replaced.Load(); n > 0 {
+		t.Fatalf("%d calls on a connection in use failed: a later dial replaced it", n)
+	}
 }

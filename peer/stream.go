@@ -66,13 +66,12 @@ func (s *streams) RoundTrip(req *http.Request) (*http.Response, error) {
 		return s.fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
-	timeout := time.Duration(0)
-	if dl, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, context.DeadlineExceeded
-		}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	frame, err := RequestFrame(0, timeout, req.URL.Path, req.Body, int(req.ContentLength))
+	// The timeout is written into the frame when it is sent (call), from
+	// what is left of ctx then.
+	frame, err := RequestFrame(0, 0, req.URL.Path, req.Body, int(req.ContentLength))
 	if err != nil {
 		return nil, err
 	}
@@ -83,18 +82,23 @@ func (s *streams) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body = io.NopCloser(bytes.NewReader(frame[len(frame)-int(req.ContentLength):]))
 			return s.fallback.RoundTrip(req)
 		}
-		if err != nil {
-			return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: stringAddr(addr), Err: err}
+		if err == nil {
+			var status int
+			var body []byte
+			status, body, err = sc.call(ctx, frame)
+			if err == nil {
+				return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
+					Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+			}
+			if !errors.Is(err, errStale) {
+				return nil, err
+			}
+			if attempt == 0 {
+				continue // nothing was written: the peer never saw it
+			}
 		}
-		status, body, err := sc.call(ctx, frame)
-		if errors.Is(err, errStale) && attempt == 0 {
-			continue // nothing was written: the peer never saw it
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)),
-			Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+		// Never sent: read as a failed dial (sendError: ErrNotSent).
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: stringAddr(addr), Err: err}
 	}
 }
 
@@ -160,17 +164,19 @@ func (s *streams) open(addr string) (*streamConn, error) {
 	}
 	sc := newStreamConn(c, s.idle)
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
 		c.Close()
 		return nil, net.ErrClosed
 	}
-	if old := s.conns[addr]; old != nil {
-		old.fail(errors.New("peer: replaced"))
+	if old := s.conns[addr]; old != nil && old.usable() {
+		// Another dial won the race (callers that saw the old connection
+		// fail dial one after the other): keep the one in use.
+		c.Close()
+		return old, nil
 	}
 	s.conns[addr] = sc
-	s.mu.Unlock()
-	sc.start()
+	sc.start() // under s.mu: a Close now waits for its reader
 	return sc, nil
 }
 
@@ -291,6 +297,14 @@ func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, erro
 	sc.pending[id] = ch
 	sc.mu.Unlock()
 	putHeader(frame, FrameRequest, id, len(frame)-frameHeaderLen)
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		if left <= 0 {
+			sc.forget(id)
+			return 0, nil, context.DeadlineExceeded
+		}
+		setTimeout(frame, left)
+	}
 	sent := sc.since()
 	sc.lastUse.Store(sent)
 	if err := sc.w.Write(frame); err != nil {
@@ -306,9 +320,10 @@ func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, erro
 		return r.status, r.body, r.err
 	case <-ctx.Done():
 		sc.forget(id)
-		if errors.Is(ctx.Err(), context.Canceled) {
-			go func() { _ = sc.w.Write(CancelFrame(id)) }()
-		} else if sc.lastRead.Load() < sent {
+		// The server may still be serving it: a cancel frees its slot at
+		// once, as an HTTP/2 client's RST_STREAM does.
+		go func() { _ = sc.w.Write(CancelFrame(id)) }()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && sc.lastRead.Load() < sent {
 			// Nothing arrived since the call left: the peer is slow, or the
 			// connection dead (a peer cut off without a FIN). A ping tells.
 			sc.ping()
