@@ -155,6 +155,7 @@ type namedConn struct {
 func (ps *PeerServer) Shutdown(ctx context.Context) {
 	if ps.streamLn != nil {
 		ps.streamLn.Close() // no new framed connection; those open are closed once quiet
+		ps.streams.goAway()
 	}
 	done := make(chan struct{})
 	go func() {

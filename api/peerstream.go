@@ -69,6 +69,18 @@ func (s *streamConns) remove(ss *serverStream) {
 	delete(s.conns, ss)
 }
 
+// goAway tells every connection's client the server is stopping: it
+// sends no new call there and waits for the answers to those it sent.
+// Written in the background: a client that does not read must not hold
+// Shutdown.
+func (s *streamConns) goAway() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss := range s.conns {
+		go ss.write(peer.EmptyFrame(peer.FrameGoAway, 0))
+	}
+}
+
 // closeAll closes every connection and refuses new ones.
 func (s *streamConns) closeAll() {
 	s.mu.Lock()

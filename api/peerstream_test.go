@@ -461,6 +461,9 @@ func TestShutdownWaitsForAnAnswerBeingWritten(t *testing.T) {
 	go func() { fp.ps.Shutdown(context.Background()); close(done) }()
 	time.Sleep(20 * time.Millisecond)
 	f, err := peer.ReadFrame(br)
+	for err == nil && f.Type == peer.FrameGoAway { // Shutdown's, before or after the answer
+		f, err = peer.ReadFrame(br)
+	}
 	<-done
 	if err != nil || f.ID != 1 || len(f.Payload) != 2+len(reply) {
 		t.Fatalf("the answer in flight when Shutdown began: %d bytes, %v; want all %d", len(f.Payload), err, 2+len(reply))
@@ -562,5 +565,46 @@ func TestShutdownEndsWithItsContext(t *testing.T) {
 	fp.ps.Shutdown(ctx)
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Fatalf("Shutdown with a 200 ms context took %v", took)
+	}
+}
+
+// TestShutdownUnderSteadyTrafficTellsTheClientsToStop: with clients
+// calling without a pause, Shutdown still finds quiet soon (its go-away
+// stops new calls on the connection), and every call it turned away is
+// reported as never sent.
+func TestShutdownUnderSteadyTrafficTellsTheClientsToStop(t *testing.T) {
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(context.Context, string) {
+		time.Sleep(5 * time.Millisecond)
+	})}})
+	c := fp.warmClient(t)
+	var stop atomic.Bool
+	var maybe atomic.Value
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for !stop.Load() {
+				_, _, err := c.Lookup(context.Background(), fp.addr(), &peer.LookupRequest{Key: "k"})
+				if err != nil && !errors.Is(err, peer.ErrNotSent) {
+					maybe.CompareAndSwap(nil, err)
+				}
+				if err != nil {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	fp.ps.Shutdown(ctx)
+	took := time.Since(t0)
+	stop.Store(true)
+	wg.Wait()
+	if took > time.Second {
+		t.Errorf("Shutdown took %v under steady traffic", took)
+	}
+	if err := maybe.Load(); err != nil {
+		t.Errorf("a call failed as maybe delivered: %v", err)
 	}
 }

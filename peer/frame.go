@@ -37,13 +37,17 @@ import (
 // up on the call, and the server ends the handler's context. A ping has
 // none either, and the server answers it with a pong at once: a client
 // whose call timed out with nothing heard since sends one, and closes a
-// connection that does not answer (HTTP/2's PING, RFC 9113 §6.7).
+// connection that does not answer (HTTP/2's PING, RFC 9113 §6.7). A
+// go-away, none: the server is stopping; the client sends no new call on
+// the connection and waits for the answers to those it sent, which the
+// server still serves (HTTP/2's GOAWAY, §6.8).
 const (
 	FrameRequest  byte = 1
 	FrameResponse byte = 2
 	FrameCancel   byte = 3
 	FramePing     byte = 4
 	FramePong     byte = 5
+	FrameGoAway   byte = 6
 )
 
 // StreamMagic opens a framed connection, both ways.
@@ -83,7 +87,7 @@ func ReadFrame(r io.Reader) (Frame, error) {
 	n := binary.BigEndian.Uint32(h[0:4])
 	f := Frame{Type: h[4], ID: binary.BigEndian.Uint64(h[5:13])}
 	switch {
-	case f.Type < FrameRequest || f.Type > FramePong:
+	case f.Type < FrameRequest || f.Type > FrameGoAway:
 		return Frame{}, fmt.Errorf("%w: type %d", ErrBadFrame, f.Type)
 	case n > MaxFrame:
 		return Frame{}, fmt.Errorf("%w: %d bytes, more than %d", ErrBadFrame, n, MaxFrame)
@@ -199,8 +203,8 @@ func ParseResponse(payload []byte) (status int, body []byte, err error) {
 // CancelFrame is the frame that gives up on call id.
 func CancelFrame(id uint64) []byte { return EmptyFrame(FrameCancel, id) }
 
-// EmptyFrame is a frame of typ without a payload: a cancel, a ping or a
-// pong.
+// EmptyFrame is a frame of typ without a payload: a cancel, a ping, a
+// pong or a go-away.
 func EmptyFrame(typ byte, id uint64) []byte {
 	b := make([]byte, frameHeaderLen)
 	putHeader(b, typ, id, 0)

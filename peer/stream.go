@@ -227,12 +227,13 @@ type streamConn struct {
 	born  time.Time     // the monotonic base of lastRead, lastUse, pinged
 	slots chan struct{} // a call holds one while it waits: MaxStreamCalls
 
-	mu      sync.Mutex
-	pending map[uint64]chan streamResult
-	nextID  uint64
-	err     error // set once the connection broke; no call uses it after
-	idler   *time.Timer
-	pinged  bool // a ping is out, unanswered
+	mu       sync.Mutex
+	pending  map[uint64]chan streamResult
+	nextID   uint64
+	err      error // set once the connection broke; no call uses it after
+	idler    *time.Timer
+	pinged   bool // a ping is out, unanswered
+	draining bool // the server sent a go-away: no new call; closed once none waits
 
 	lastRead atomic.Int64 // since born, when a frame was last read
 	lastUse  atomic.Int64 // since born, when a call was last sent
@@ -265,7 +266,7 @@ func (sc *streamConn) wait() { sc.wg.Wait() }
 func (sc *streamConn) usable() bool {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	return sc.err == nil
+	return sc.err == nil && !sc.draining
 }
 
 // writeTimeout bounds one write of frames: a peer that stops reading
@@ -288,7 +289,7 @@ func (sc *streamConn) call(ctx context.Context, frame []byte) (int, []byte, erro
 	}
 	ch := make(chan streamResult, 1)
 	sc.mu.Lock()
-	if sc.err != nil {
+	if sc.err != nil || sc.draining {
 		sc.mu.Unlock()
 		return 0, nil, errStale
 	}
@@ -422,6 +423,11 @@ func (sc *streamConn) readLoop() {
 				sc.pinged = false
 				sc.mu.Unlock()
 				continue
+			case FrameGoAway:
+				sc.mu.Lock()
+				sc.draining = true
+				sc.closeIfDrainedLocked()
+				continue
 			case FrameResponse:
 				r.status, r.body, err = ParseResponse(f.Payload)
 			default:
@@ -435,9 +441,27 @@ func (sc *streamConn) readLoop() {
 		sc.mu.Lock()
 		ch := sc.pending[f.ID]
 		delete(sc.pending, f.ID)
-		sc.mu.Unlock()
 		if ch != nil {
 			ch <- r
 		}
+		if sc.draining {
+			sc.closeIfDrainedLocked()
+			continue
+		}
+		sc.mu.Unlock()
 	}
+}
+
+// errGoneAway closes a connection the server said it was leaving, once
+// no call waits on it.
+var errGoneAway = errors.New("peer: the node is stopping")
+
+// closeIfDrainedLocked closes a draining connection once no call waits on
+// it; sc.mu is held, and released.
+func (sc *streamConn) closeIfDrainedLocked() {
+	if len(sc.pending) == 0 {
+		sc.failLocked(errGoneAway)
+		return
+	}
+	sc.mu.Unlock()
 }
