@@ -158,9 +158,10 @@ func TestRemoveServerThroughAnyNode(t *testing.T) {
 	leaveGossip(f.id)
 	c.stop(f)
 	// The removal is committed; a leader that lost its lease in between (a
-	// loaded machine) applies it a moment later.
+	// loaded machine: a second `make test` beside this one) applies it a
+	// moment later, after an election.
 	leader = c.waitLeader()
-	waitFor(t, 5*time.Second, "two voters without "+f.id, func() bool {
+	waitFor(t, 15*time.Second, "two voters without "+f.id, func() bool {
 		got := voters(leader)
 		return len(got) == 2 && !slices.Contains(got, f.id)
 	})
