@@ -86,6 +86,12 @@ type harness struct {
 // config before the node is built. Everything is closed at cleanup.
 func start(t *testing.T, edit func(*config.Config)) *harness {
 	t.Helper()
+	return startWith(t, edit, nil)
+}
+
+// startWith is start with the node's Options edited by opts (nil: none).
+func startWith(t *testing.T, edit func(*config.Config), opts func(*Options)) *harness {
+	t.Helper()
 	up, err := demoupstream.New(demoupstream.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -95,15 +101,19 @@ func start(t *testing.T, edit func(*config.Config)) *harness {
 	if edit != nil {
 		edit(cfg)
 	}
-	return startOn(t, up, upSrv, cfg)
+	return startOn(t, up, upSrv, cfg, opts)
 }
 
-// startOn starts a node with cfg in front of up (served by upSrv) and
-// closes all three at cleanup.
-func startOn(t *testing.T, up *demoupstream.Server, upSrv *httptest.Server, cfg *config.Config) *harness {
+// startOn starts a node with cfg in front of up (served by upSrv), its
+// Options edited by opts (nil: none), and closes all three at cleanup.
+func startOn(t *testing.T, up *demoupstream.Server, upSrv *httptest.Server, cfg *config.Config, opts func(*Options)) *harness {
 	t.Helper()
 	clock := newFakeClock()
-	n, err := New(cfg, Options{Logger: testLogger(t), Now: clock.Now})
+	o := Options{Logger: testLogger(t), Now: clock.Now}
+	if opts != nil {
+		opts(&o)
+	}
+	n, err := New(cfg, o)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/queue"
+	"github.com/levee/levee/reload"
 	"github.com/levee/levee/replica"
 	"github.com/levee/levee/routecfg"
 	"github.com/levee/levee/store"
@@ -103,7 +104,7 @@ type Node struct {
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
 
-	reload    reloadable  // what Reload swaps, and its lock
+	reloader  *reload.Reloader
 	draining  atomic.Bool // a graceful stop began: /-/readyz answers 503
 	closeOnce sync.Once
 	closeErr  error
@@ -145,6 +146,11 @@ func (n *Node) wire() error {
 			WrapTransport: n.opts.WrapPeerTransport, Observer: n.metrics, Tombstones: n.cache, Now: n.opts.Now, Logger: n.log}); err != nil {
 			return err
 		}
+	}
+	n.reloader, err = reload.New(reload.Config{Running: n.cfg, Load: n.opts.LoadConfig, OnReload: n.opts.OnReload,
+		Logger: n.log.With("subsystem", "reload")})
+	if err != nil {
+		return err
 	}
 	n.table = breaker.NewTable(n.onTransition)
 	if n.routeHost, err = routecfg.RouteHost(n.cfg); err != nil {
@@ -260,11 +266,12 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 	if n.raft != nil {
 		ac.Seats, ac.Jobs = n.seats(), n.jobs.Service
 	}
-	ac.Reload = n.ReloadFromSource
+	ac.Reload = n.reloader.FromSource
 	var err error
 	if n.api, err = api.New(ac); err != nil {
 		return err
 	}
+	n.reloader.Bind(reload.Targets{SetRoutes: n.engine.SetRoutes, SetHosts: n.upstream.SetHosts, SetAdminToken: n.api.SetAdminToken})
 	n.api.Handle("/-/ui/", n.operatorPage(admin.Views))
 	return nil
 }

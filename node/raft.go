@@ -13,11 +13,6 @@ import (
 // from the configuration, wired to gossip and the peer channel when the
 // node has them.
 func (n *Node) newControl() (*control.Plane, error) {
-	settings, err := routecfg.BreakerSettings(n.cfg)
-	if err != nil {
-		return nil, err
-	}
-	n.reload.settings.Store(&settings) // Reload swaps it
 	hosts, err := routecfg.Hosts(n.cfg)
 	if err != nil {
 		return nil, err
@@ -33,7 +28,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
 	}
 	pc := control.Config{
-		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: n.reload.routeSettings, Hosts: hosts, RouteHost: n.routeHost, Queue: routecfg.QueueMachine(n.cfg), Now: n.opts.Now,
+		Node: n.cfg.Node.Name, Consensus: cc, Table: n.table, Routes: n.reloader.RouteSettings, Hosts: hosts, RouteHost: n.routeHost, Queue: routecfg.QueueMachine(n.cfg), Now: n.opts.Now,
 		CatchUpGrace: n.opts.Timings.CatchUpGrace, PublishPoll: n.opts.Timings.PublishPoll,
 		OnCommit:  func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
 		OnLeader:  n.metrics.LeaderChanges.Inc,

@@ -25,17 +25,20 @@ type reloadHarness struct {
 func startReloadable(t *testing.T) *reloadHarness {
 	t.Helper()
 	rh := &reloadHarness{}
-	h := start(t, nil)
+	h := startWith(t, nil, func(o *Options) {
+		o.LoadConfig = func() (*config.Config, error) {
+			rh.mu.Lock()
+			defer rh.mu.Unlock()
+			c := *rh.next
+			c.Routes = append([]config.Route(nil), rh.next.Routes...)
+			return &c, nil
+		}
+	})
 	rh.harness = h
+	rh.mu.Lock()
 	cfg := *h.node.cfg
 	rh.next = &cfg
-	h.node.opts.LoadConfig = func() (*config.Config, error) {
-		rh.mu.Lock()
-		defer rh.mu.Unlock()
-		c := *rh.next
-		c.Routes = append([]config.Route(nil), rh.next.Routes...)
-		return &c, nil
-	}
+	rh.mu.Unlock()
 	return rh
 }
 

@@ -34,7 +34,7 @@ func startTLS(t *testing.T, edit func(cfg *config.Config, caFile string)) *harne
 	}
 	cfg := testConfig(t, upSrv.URL)
 	edit(cfg, caFile)
-	return startOn(t, up, upSrv, cfg)
+	return startOn(t, up, upSrv, cfg, nil)
 }
 
 // TestHTTPSUpstreamWithPrivateCA: a route whose tls.ca_file names the
