@@ -147,14 +147,15 @@ func (m *Mesh) onEvent(ev cluster.Event) {
 }
 
 // PeerEndpoints are the messages this node answers for replication on its
-// internal port: pushes and lookups into store (the engine), and
-// invalidations.
+// internal port: pushes, lookups and near-cache renewals into store (the
+// engine), and invalidations.
 func (m *Mesh) PeerEndpoints(store replica.Engine, o replica.Observer) []api.PeerEndpoint {
 	srv := replica.NewServer(store, o)
 	return []api.PeerEndpoint{
 		{Path: peer.PathReplicate, Serve: srv.ServeReplicate},
 		{Path: peer.PathLookup, Serve: srv.ServeLookup},
 		{Path: peer.PathInvalidate, Serve: m.Replicator.ServeInvalidate},
+		{Path: peer.PathRenew, Serve: srv.ServeRenew},
 	}
 }
 

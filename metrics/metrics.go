@@ -40,6 +40,7 @@ type Metrics struct {
 	Forwarded        *prometheus.CounterVec
 	Replicated       *prometheus.CounterVec
 	NearCache        *prometheus.CounterVec
+	NearRenewals     *prometheus.CounterVec
 	Invalidations    *prometheus.CounterVec
 	LeaderChanges    prometheus.Counter
 	CommitLatency    prometheus.Histogram
@@ -78,6 +79,7 @@ func New() *Metrics {
 		Forwarded:        f.counter("levee_forwarded_total", "Requests forwarded to the key's owner, by outcome.", "owner", "outcome"),
 		Replicated:       f.counter("levee_replication_total", "Entries pushed to (sent) or received from (received) replica nodes, by outcome.", "direction", "outcome"),
 		NearCache:        f.counter("levee_near_cache_total", "Near-cache lookups on non-owner nodes (hit, miss).", "result"),
+		NearRenewals:     f.counter("levee_near_cache_renewals_total", "Near copies a non-owner asked their owners to vouch for, by outcome: renewed (served on), changed (the owner holds another answer or none: dropped), failed (no answer: the copy ends at its ttl).", "outcome"),
 		Invalidations:    f.counter("levee_invalidations_total", "Tombstones of writes sent to other nodes (ok, error, dropped, expired) and received from them (ok); refused counts received messages refused whole.", "direction", "outcome"),
 		LeaderChanges:    f.plainCounter("levee_raft_leader_changes_total", "Raft leadership changes seen by this node."),
 		RejectedCommands: f.counter("levee_raft_rejected_commands_total", "Commands other nodes forwarded to this node, the Raft leader, that it refused without appending, by reason: sender (speaks for another node than the one that sent it), route (a route this node's config lacks), bounds (a breaker setting more than 2x off the route's), malformed.", "reason"),
@@ -268,6 +270,11 @@ func (m *Metrics) Invalidation(direction, outcome string, n int) {
 
 // NearCacheLookup implements replica.Observer.
 func (m *Metrics) NearCacheLookup(result string) { m.NearCache.WithLabelValues(result).Inc() }
+
+// NearCacheRenewal implements replica.Observer.
+func (m *Metrics) NearCacheRenewal(outcome string, n int) {
+	m.NearRenewals.WithLabelValues(outcome).Add(float64(n))
+}
 
 // ForwardOutcome implements replica.Observer.
 func (m *Metrics) ForwardOutcome(owner, outcome string) {

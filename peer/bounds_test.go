@@ -22,7 +22,7 @@ func allocated(f func()) uint64 {
 // allMessages are an empty value of every message type.
 func allMessages() []versioned {
 	return []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{},
-		&RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}, &Invalidate{}}
+		&RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}, &Invalidate{}, &Renew{}, &RenewResult{}}
 }
 
 // TestDecodeRefusesImpossibleLengths: length prefixes larger than the

@@ -183,6 +183,25 @@ func (c *Client) Lookup(ctx context.Context, addr string, req *LookupRequest) (e
 	return resp.Entry, resp.Found, nil
 }
 
+// Renew asks the owner at addr which of m's near-cached copies are still its
+// current answers; the result has one duration per copy (0: not current).
+// An error wraps ErrUnreachable: a node that predates renewal answers 404.
+func (c *Client) Renew(ctx context.Context, addr string, m *Renew) ([]time.Duration, error) {
+	m.V, m.From = Version, c.cfg.Self
+	var res RenewResult
+	if err := c.call(ctx, addr, PathRenew, m, &res); err != nil {
+		return nil, err
+	}
+	if len(res.FreshFor) != len(m.Copies) {
+		return nil, fmt.Errorf("%w: %s: renew answered %d copies of %d", ErrUnreachable, addr, len(res.FreshFor), len(m.Copies))
+	}
+	out := make([]time.Duration, len(res.FreshFor))
+	for i, ns := range res.FreshFor {
+		out[i] = time.Duration(max(ns, 0))
+	}
+	return out, nil
+}
+
 // RaftApply hands an encoded command to the leader at addr and returns the
 // leader's result bytes.
 func (c *Client) RaftApply(ctx context.Context, addr string, data []byte) ([]byte, error) {

@@ -9,7 +9,8 @@
 // which serves it and never forwards it again), Replicate (an owner pushes
 // a new or renewed cache entry to its replicas), Lookup (a node asks the
 // others for their copy of a key), Invalidate (a write's versioned
-// tombstones go to every other node), RaftApply and RaftRemove (a follower
+// tombstones go to every other node), Renew (a non-owner asks an owner to
+// vouch for the near-cached copies it still serves), RaftApply and RaftRemove (a follower
 // hands a breaker command or a removal to the Raft leader). A failed call
 // says whether the message provably never left (ErrNotSent) or the peer did
 // not answer in time (ErrTimeout): a caller that would repeat a write must

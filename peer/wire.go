@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +32,9 @@ const (
 	// PathInvalidate carries writes' invalidations (Invalidate) to every
 	// other node.
 	PathInvalidate = "/-/internal/invalidate"
+	// PathRenew asks a key's owner whether near-cached copies of its
+	// answers are still its current ones (Renew).
+	PathRenew = "/-/internal/renew"
 )
 
 // MaxMessage bounds a peer message in bytes (bodies are capped by route
@@ -66,6 +70,10 @@ type ForwardResponse struct {
 	Detail   string              `msgpack:"detail"`
 	Attempts int                 `msgpack:"attempts"`
 	Err      *RemoteError        `msgpack:"err"`
+	// Stored is when the owner stored the answer it served from its cache
+	// (unix ns), which names that copy in a later Renew; 0 when the answer
+	// was not a stored one, or the owner predates renewal.
+	Stored int64 `msgpack:"stored,omitempty"`
 }
 
 // RemoteError is an error answer from the owner (breaker open, budget
@@ -146,6 +154,45 @@ const (
 	MaxTombstoneLife = 30 * 24 * time.Hour
 )
 
+// Renew asks a key's owner, for each near-cached copy, whether the answer
+// it stored at Stored under Key is still its current fresh answer. A
+// non-owner sends one per owner every half near-cache ttl, for the copies
+// it served since the last one, and keeps serving those the owner vouches
+// for (see package replica, near.go).
+type Renew struct {
+	V      uint8       `msgpack:"v"`
+	From   string      `msgpack:"from"`
+	Copies []RenewCopy `msgpack:"copies"`
+}
+
+// RenewCopy names one copy: the owner's primary cache key, the variant key
+// the answer lives under ("" when the answer does not vary: Primary), and
+// when the owner stored it (ForwardResponse.Stored).
+type RenewCopy struct {
+	Primary string `msgpack:"primary"`
+	Key     string `msgpack:"key,omitempty"`
+	Stored  int64  `msgpack:"stored"`
+}
+
+// CacheKey is the key the copy's answer lives under on the owner.
+func (c RenewCopy) CacheKey() string {
+	if c.Key == "" {
+		return c.Primary
+	}
+	return c.Key
+}
+
+// RenewResult is the owner's answer to Renew: for each copy, in order, how
+// much longer it stays fresh on the owner (ns); 0 when the owner no longer
+// holds it as its fresh answer.
+type RenewResult struct {
+	V        uint8   `msgpack:"v"`
+	FreshFor []int64 `msgpack:"fresh"`
+}
+
+// MaxRenewCopies bounds the copies of one Renew.
+const MaxRenewCopies = 4096
+
 // RaftApply carries one encoded breaker command to the leader.
 type RaftApply struct {
 	V    uint8  `msgpack:"v"`
@@ -195,6 +242,8 @@ func (m *RaftApplyResult) version() uint8  { return m.V }
 func (m *RaftRemove) version() uint8       { return m.V }
 func (m *RaftRemoveResult) version() uint8 { return m.V }
 func (m *Invalidate) version() uint8       { return m.V }
+func (m *Renew) version() uint8            { return m.V }
+func (m *RenewResult) version() uint8      { return m.V }
 
 // Encode marshals a message.
 func Encode(v any) ([]byte, error) { return msgpack.Marshal(v) }
@@ -262,6 +311,12 @@ func validate(v versioned) error {
 		return validateLookup(m)
 	case *Invalidate:
 		return validateInvalidate(m)
+	case *Renew:
+		return validateRenew(m)
+	case *RenewResult:
+		if len(m.FreshFor) > MaxRenewCopies {
+			return fmt.Errorf("%w: renew result of %d copies > %d", ErrBadMessage, len(m.FreshFor), MaxRenewCopies)
+		}
 	case *RaftApply:
 		return validateRaftData(m.Data)
 	case *RaftApplyResult:
@@ -289,6 +344,21 @@ func validateInvalidate(m *Invalidate) error {
 			return fmt.Errorf("%w: tombstone %d without a routing key", ErrBadMessage, i)
 		case t.At <= 0 || t.Until <= t.At || t.Until-t.At > int64(MaxTombstoneLife):
 			return fmt.Errorf("%w: tombstone %d at %d until %d: want 0 < at < until <= at+%v", ErrBadMessage, i, t.At, t.Until, MaxTombstoneLife)
+		}
+	}
+	return nil
+}
+
+// validateRenew: 1 to MaxRenewCopies copies, each naming a stored answer
+// under its primary key (a variant key extends it past a NUL).
+func validateRenew(m *Renew) error {
+	if len(m.Copies) == 0 || len(m.Copies) > MaxRenewCopies {
+		return fmt.Errorf("%w: renew with %d copies, want 1 to %d", ErrBadMessage, len(m.Copies), MaxRenewCopies)
+	}
+	for i, c := range m.Copies {
+		if c.Primary == "" || c.Stored <= 0 ||
+			c.Key != "" && !strings.HasPrefix(c.Key, c.Primary+"\x00") {
+			return fmt.Errorf("%w: renew copy %d: key %q under %q stored %d", ErrBadMessage, i, c.Key, c.Primary, c.Stored)
 		}
 	}
 	return nil

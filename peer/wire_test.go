@@ -135,12 +135,14 @@ func FuzzDecode(f *testing.F) {
 		&LookupResponse{V: 1, Found: true, Entry: &Entry{V: 1, Key: "k", Status: 200, StoredAt: 1, Body: []byte("x")}},
 		&LookupResponse{V: 1},
 		&Invalidate{V: 1, Tombstones: []Tombstone{{RoutingKey: "k", At: 1, Until: 2}}},
+		&Renew{V: 1, Copies: []RenewCopy{{Primary: "p", Key: "p\x00v=1", Stored: 1}}},
+		&RenewResult{V: 1, FreshFor: []int64{0, 5}},
 	} {
 		b, _ := Encode(m)
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}, &Invalidate{}} {
+		for _, m := range []versioned{&ForwardRequest{}, &ForwardResponse{}, &Entry{}, &RaftApply{}, &RaftApplyResult{}, &RaftRemove{}, &RaftRemoveResult{}, &LookupRequest{}, &LookupResponse{}, &Invalidate{}, &Renew{}, &RenewResult{}} {
 			if err := Decode(b, m); err != nil && !errors.Is(err, ErrBadMessage) {
 				t.Fatalf("error %v does not wrap ErrBadMessage", err)
 			}

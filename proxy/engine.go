@@ -406,7 +406,7 @@ func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
 // Response's Header (see Response), so a hit copies nothing.
 func (e *Engine) fromEntry(ent *store.Entry, res Result, detail string, now time.Time) *Response {
 	return &Response{Status: ent.Status, Header: ent.Header, Body: ent.Body, Result: res,
-		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now)}
+		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now), StoredAt: ent.StoredAt}
 }
 
 func (e *Engine) fromFlight(f *flight) *Response {
@@ -414,7 +414,7 @@ func (e *Engine) fromFlight(f *flight) *Response {
 		Result: f.result, Stored: f.stored, Attempts: f.attempts}
 	if f.stored {
 		now := e.cfg.Now()
-		resp.FreshFor = freshFor(f.entry, now)
+		resp.FreshFor, resp.StoredAt = freshFor(f.entry, now), f.entry.StoredAt
 		if f.result == Hit {
 			resp.Age = f.entry.Age(now)
 		}

@@ -76,6 +76,26 @@ func (e *Engine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
 	return key, ent
 }
 
+// Current reports how much longer the answer stored at stored under key
+// (a variant of primary key pkey, or pkey itself) stays the fresh answer
+// this node serves for it: 0 when it is not, because that answer is gone,
+// replaced, stale, or no longer the one pkey's Vary marker leads to. A
+// non-owner renews its near-cached copies with it (replica, Renew).
+func (e *Engine) Current(pkey, key string, stored time.Time) time.Duration {
+	now := e.cfg.Now()
+	if key != pkey {
+		m, ok := e.cfg.Cache.Get(pkey)
+		if !ok || m.Status != 0 || !varyKeyNames(key, pkey, m.Header.Values("Vary")) {
+			return 0
+		}
+	}
+	ent, ok := e.cfg.Cache.Get(key)
+	if !ok || ent.Status == 0 || !ent.StoredAt.Equal(stored) || ent.Freshness(now) != store.Fresh {
+		return 0
+	}
+	return freshFor(ent, now)
+}
+
 // Put stores a replicated entry under the key its owner used, unless this
 // node already holds a newer answer for it, or a write or purge removed it
 // (a tombstone shadows it). It reports whether it stored.

@@ -18,11 +18,14 @@ import (
 // to primaryKey and routingKey; replica applies it to the invalidations
 // other nodes send.
 func CachedKeys(rkey string) []string {
+	return []string{PrimaryKeyOf(rkey, http.MethodGet), PrimaryKeyOf(rkey, http.MethodHead)}
+}
+
+// PrimaryKeyOf is the primary cache key method's answers for routing key
+// rkey live under on its owner (primaryKey of the same request).
+func PrimaryKeyOf(rkey, method string) string {
 	route, rest, _ := strings.Cut(rkey, "\x00")
-	return []string{
-		route + "\x00" + http.MethodGet + "\x00" + rest,
-		route + "\x00" + http.MethodHead + "\x00" + rest,
-	}
+	return route + "\x00" + method + "\x00" + rest
 }
 
 // mayHaveWritten reports whether an unsafe method's call may have changed

@@ -76,6 +76,22 @@ func VaryKey(primary string, names []string, h http.Header) string {
 	return b.String()
 }
 
+// varyKeyNames reports whether key is what VaryKey makes of primary and
+// names, for some request's values.
+func varyKeyNames(key, primary string, names []string) bool {
+	rest, ok := strings.CutPrefix(key, primary)
+	if !ok || len(names) == 0 {
+		return false
+	}
+	for _, name := range names {
+		if rest, ok = strings.CutPrefix(rest, "\x00"+name+"="); !ok || len(rest) < 2*digestLen {
+			return false
+		}
+		rest = rest[2*digestLen:]
+	}
+	return rest == ""
+}
+
 // digestLen is how much of a SHA-256 a Vary value's digest keeps: 128 bits.
 const digestLen = 16
 

@@ -45,6 +45,9 @@ type Transport interface {
 	Replicate(ctx context.Context, addr string, e *peer.Entry) error
 	Invalidate(ctx context.Context, addr string, m *peer.Invalidate) error
 	Lookup(ctx context.Context, addr string, req *peer.LookupRequest) (*peer.Entry, bool, error)
+	// Renew asks an owner how much longer each copy stays its fresh answer
+	// (0: it is not); one duration per copy.
+	Renew(ctx context.Context, addr string, m *peer.Renew) ([]time.Duration, error)
 }
 
 // Engine is the local cache as the server half writes and reads it.
@@ -56,6 +59,10 @@ type Engine interface {
 	// Lookup returns the entry for primary key pkey and request headers h,
 	// following a Vary marker, and the key it lives under; nil if none.
 	Lookup(pkey string, h http.Header) (string, *store.Entry)
+	// Current reports how much longer the answer stored at stored under
+	// variant key key of primary key pkey stays the fresh answer this node
+	// serves; 0 when it is not.
+	Current(pkey, key string, stored time.Time) time.Duration
 }
 
 // Observer counts replication's outcomes. *metrics.Metrics implements it.
@@ -65,6 +72,11 @@ type Observer interface {
 	ReplicationEvent(direction, outcome string, n int)
 	// NearCacheLookup counts one near-cache lookup: "hit" or "miss".
 	NearCacheLookup(result string)
+	// NearCacheRenewal counts n near copies a renewal round asked owners
+	// about: "renewed" (the owner vouched for it), "changed" (it did not:
+	// the copy is dropped) or "failed" (no answer: the copy ends at its
+	// ttl).
+	NearCacheRenewal(outcome string, n int)
 	// ForwardOutcome counts one forward to owner: "ok", "remote-error",
 	// "not-sent" (it provably never reached the owner) or "unreachable"
 	// (it may have: its outcome is unknown).
@@ -87,9 +99,10 @@ type Config struct {
 	// from owners (cluster.near_cache.max_bytes). Default 16 MiB; 0
 	// disables it.
 	NearCacheBytes int64
-	// NearCacheTTL is the longest a near-cached answer is reused, never
-	// past its own freshness (cluster.near_cache.ttl). Default 1s; at
-	// most config.MaxNearCacheTTL (1m).
+	// NearCacheTTL is the longest a near-cached answer is reused after
+	// its owner sent it or last vouched for it (a renewal every half ttl),
+	// never past its freshness there (cluster.near_cache.ttl). Default 1s;
+	// at most config.MaxNearCacheTTL (1m).
 	NearCacheTTL time.Duration
 	// HandoffInterval is how often entries a member still lacks are pushed
 	// again between membership changes. Default 3s.
@@ -179,5 +192,6 @@ type nopObserver struct{}
 
 func (nopObserver) ReplicationEvent(string, string, int) {}
 func (nopObserver) NearCacheLookup(string)               {}
+func (nopObserver) NearCacheRenewal(string, int)         {}
 func (nopObserver) ForwardOutcome(string, string)        {}
 func (nopObserver) Invalidation(string, string, int)     {}

@@ -3,8 +3,8 @@
 // entries to the key's replicas, handing entries off to members that lack
 // them, and recovering a key from the other nodes when this one has nothing
 // usable. It holds both halves of those node-to-node messages: the calls
-// (through a Transport, *peer.Client) and the handlers for replicate and
-// lookup (Server). The forward handler stays in api: it serves a request
+// (through a Transport, *peer.Client) and the handlers for replicate,
+// lookup and near-cache renewal (Server). The forward handler stays in api: it serves a request
 // through the engine and maps its errors to HTTP, which is api's one job.
 //
 // Data flow:
@@ -19,6 +19,8 @@
 //	                        ──► Tombstones.Invalidate (its cache), near cache, hand-off set; kept for members that come back
 //	operator purge (a URL, or a whole route: proxy.RouteScope) ── Purge ──► near cache, hand-off set dropped here;
 //	                    tombstone sent to every live member at once and waited for, owed to the rest as a write's
+//	renewal round (every ttl/8) ── copies due, served lately ── Transport.Renew (one per owner) ──► owner's Server.ServeRenew ──► Engine.Current
+//	                    ──► vouched: near copy runs a ttl more (store.Cache.Prolong); not: dropped; no answer: ends at its ttl
 //
 // A write's tombstone is versioned by the write's time: whatever copy of
 // the URL is older (a late push, a hand-off, a recovered or near-cached

@@ -167,12 +167,12 @@ func (r *Replicator) keepForHandoff(e *peer.Entry) {
 	}
 }
 
-// every runs flush every Config.HandoffInterval and whenever wake fires
-// (a write, a membership change), until ctx ends: the loop of hand-off
-// and of owed invalidations alike.
-func (r *Replicator) every(ctx context.Context, wake <-chan struct{}, flush func(context.Context)) {
+// every runs flush every interval and whenever wake fires (a write, a
+// membership change; nil: never), until ctx ends: the loop of hand-off, of
+// owed invalidations and of near-cache renewal alike.
+func (r *Replicator) every(ctx context.Context, interval time.Duration, wake <-chan struct{}, flush func(context.Context)) {
 	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.HandoffInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {

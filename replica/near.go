@@ -2,8 +2,11 @@ package replica
 
 import (
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/store"
 )
@@ -17,6 +20,68 @@ type nearCache struct {
 	c   *store.Cache
 	ttl time.Duration
 	now func() time.Time
+	// copies holds what renewing each copy takes, by its near key (the
+	// variant's). An entry outlives its copy by at most a renewal round.
+	copies sync.Map // string → *nearCopy
+}
+
+// Renewal: a copy the owner vouches for is served on. Every eighth of a
+// ttl (a round) a non-owner sends each owner one Renew naming the copies
+// it holds that end within the next two rounds and were served in the last
+// renewIdle ttls; for each one the owner still holds as its fresh answer
+// (proxy.Engine.Current), the copy's life is extended to ttl after the
+// message was sent, never past the owner's freshness, and a copy the owner
+// no longer holds is dropped. A copy in use is so renewed about once a
+// ttl, a few at a time. So a copy is never served
+// more than ttl after its owner last vouched for it, as before renewal; a
+// copy in use is forwarded for once, not once per ttl (at a few hits a
+// second per key, most ttls would see none); and a copy nobody asks for
+// ends renewIdle ttls after its last hit. A renewal costs the owner a
+// lookup and a few dozen bytes, where a forward costs both nodes a request. This is a lease renewed by use, as in Gray and Cheriton's
+// leases (SOSP '89), batched per owner like Redis's client-side caching
+// (server-assisted, tracking), whose client also drops its copies when it
+// cannot hear the server.
+
+// nearCopy is one renewable near copy.
+type nearCopy struct {
+	rkey            string         // routing key: who owns it now
+	marker, variant string         // near keys of the Vary marker and of the answer (equal when it does not vary)
+	variantStored   time.Time      // the answer's StoredAt here, which tells it from a later copy
+	owner           peer.RenewCopy // the owner's name for it
+	lastServed      atomic.Int64   // unix ns, to within servedStep
+	until           atomic.Int64   // unix ns: when it ends unless renewed
+}
+
+// renewRounds is how many renewal rounds a ttl has.
+const renewRounds = 8
+
+// round is the time between two renewal rounds.
+func (n *nearCache) round() time.Duration { return max(n.ttl/renewRounds, time.Millisecond) }
+
+// due reports whether cp ends before the round after next: the next round
+// may come too late for it.
+func (n *nearCache) due(cp *nearCopy, now time.Time) bool {
+	return cp.until.Load()-now.UnixNano() <= int64(2*n.round())
+}
+
+// renewIdle is how many ttls a copy is renewed after its last hit.
+const renewIdle = 5
+
+// servedStep: a hit records its time only when the last one recorded is
+// older than this share of the ttl, so hits on a hot copy do not all
+// write its line.
+const servedStep = 8
+
+// served records a hit at now.
+func (n *nearCache) served(cp *nearCopy, now time.Time) {
+	if t := now.UnixNano(); t-cp.lastServed.Load() > int64(n.ttl/servedStep) {
+		cp.lastServed.Store(t)
+	}
+}
+
+// wanted reports whether cp was served in the last renewIdle ttls.
+func (n *nearCache) wanted(cp *nearCopy, now time.Time) bool {
+	return now.UnixNano()-cp.lastServed.Load() <= int64(renewIdle*n.ttl)
 }
 
 // nearable: only fresh, stored, cacheable answers are near-cached.
@@ -39,10 +104,18 @@ func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bo
 	if !ok {
 		return nil, false
 	}
-	e, ok := n.c.Get(proxy.VaryKey(k, marker.Header.Values("Vary"), h))
+	// An answer that does not vary is stored under k itself (see put).
+	vk, e := k, marker
+	if marker.Status == 0 {
+		vk = proxy.VaryKey(k, marker.Header.Values("Vary"), h)
+		e, ok = n.c.Get(vk)
+	}
 	now := n.now()
 	if !ok || e.Freshness(now) != store.Fresh {
 		return nil, false
+	}
+	if cp, ok := n.copies.Load(vk); ok {
+		n.served(cp.(*nearCopy), now)
 	}
 	// The entry's own header map and body, shared read-only as
 	// proxy.Engine.fromEntry shares a cached entry's (see proxy.Response):
@@ -96,6 +169,52 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	// resp.Header is handed over, not cloned: it is read-only
 	// (proxy.Response), and the store keeps a packed copy of every entry
 	// it holds (store/pack.go), so a clone here was a second copy.
-	n.c.Set(proxy.VaryKey(k, names, h), window(&store.Entry{Status: resp.Status, Header: resp.Header,
-		Body: resp.Body, StoredAt: now.Add(-resp.Age)}))
+	vk := proxy.VaryKey(k, names, h)
+	stored := now.Add(-resp.Age)
+	n.c.Set(vk, window(&store.Entry{Status: resp.Status, Header: resp.Header, Body: resp.Body, StoredAt: stored}))
+	if resp.StoredAt.IsZero() { // an owner that predates renewal, or an answer it did not store
+		n.copies.Delete(vk)
+		return
+	}
+	// The owner's keys are the engine's for the same request, as the
+	// owner computed them from the headers this node forwarded.
+	pkey := proxy.PrimaryKeyOf(rkey, method)
+	cp := &nearCopy{rkey: rkey, marker: k, variant: vk, variantStored: stored,
+		owner: peer.RenewCopy{Primary: pkey, Stored: resp.StoredAt.UnixNano()}}
+	if len(names) > 0 {
+		cp.owner.Key = proxy.VaryKey(pkey, names, h)
+	}
+	cp.lastServed.Store(now.UnixNano()) // the forward it answered
+	cp.until.Store(until.UnixNano())
+	n.copies.Store(vk, cp)
+}
+
+// held reports whether cp's answer is still in the near cache, fresh.
+func (n *nearCache) held(cp *nearCopy, now time.Time) bool {
+	e, ok := n.c.Get(cp.variant)
+	return ok && e.StoredAt.Equal(cp.variantStored) && e.Freshness(now) == store.Fresh
+}
+
+// extend keeps cp fresh until until, its Vary marker too; false when the
+// copy is gone (replaced, expired, evicted, invalidated).
+func (n *nearCache) extend(cp *nearCopy, until time.Time) bool {
+	if !n.c.Prolong(cp.variant, cp.variantStored, until) {
+		return false
+	}
+	if u := until.UnixNano(); u > cp.until.Load() {
+		cp.until.Store(u) // only the renewal loop extends a copy
+	}
+	// The marker is shared by the URL's variants and names no answer of
+	// its own (each variant is checked on every hit), so whichever marker
+	// is there now is extended.
+	if m, ok := n.c.Get(cp.marker); ok && cp.marker != cp.variant {
+		n.c.Prolong(cp.marker, m.StoredAt, until)
+	}
+	return true
+}
+
+// drop removes cp from the near cache: its owner no longer serves it.
+func (n *nearCache) drop(cp *nearCopy) {
+	n.c.Drop(cp.variant, cp.variantStored)
+	n.copies.CompareAndDelete(cp.variant, cp)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,8 +76,12 @@ func (r *Replicator) Start() {
 	for range r.cfg.Workers {
 		go r.pushLoop(ctx)
 	}
-	go r.every(ctx, r.handoff.wake, r.flushHandoff)    // entries owed to members
-	go r.every(ctx, r.owed.wake, r.flushInvalidations) // tombstones owed to members
+	go r.every(ctx, r.cfg.HandoffInterval, r.handoff.wake, r.flushHandoff)    // entries owed to members
+	go r.every(ctx, r.cfg.HandoffInterval, r.owed.wake, r.flushInvalidations) // tombstones owed to members
+	if r.near != nil {
+		r.wg.Add(1)
+		go r.every(ctx, r.near.round(), nil, r.renewNear)
+	}
 }
 
 // Close stops the loops (pushes still queued are dropped: replicas are an
@@ -140,6 +145,90 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 		r.nearAfter(req.Method, key, req.Header, resp)
 	}
 	return resp, nil
+}
+
+// renewNear is one renewal round (see near.go): it asks each owner about
+// the near copies about to end that were served lately, extends those it
+// vouches for to ttl from now (never past its freshness), drops those it
+// does not, and forgets copies that are gone. Start runs it every eighth
+// of a ttl.
+func (r *Replicator) renewNear(ctx context.Context) {
+	if r.near == nil {
+		return
+	}
+	now := r.cfg.Now()
+	byOwner := map[string][]*nearCopy{}
+	r.near.copies.Range(func(k, v any) bool {
+		cp := v.(*nearCopy)
+		if !r.near.due(cp, now) {
+			return true
+		}
+		if !r.near.held(cp, now) {
+			r.near.copies.CompareAndDelete(k, v)
+			return true
+		}
+		if !r.near.wanted(cp, now) {
+			return true // it ends at its ttl
+		}
+		// The owner now, which the ring may have moved: only it can vouch.
+		if owner, self := r.Owner(cp.rkey); !self {
+			byOwner[owner] = append(byOwner[owner], cp)
+		} else {
+			r.near.copies.CompareAndDelete(k, v) // never forwarded again while this node owns it
+		}
+		return true
+	})
+	// Owners in parallel: one that does not answer costs its own copies
+	// the round, not the others'.
+	var wg sync.WaitGroup
+	for owner, cps := range byOwner {
+		wg.Go(func() {
+			for batch := range slices.Chunk(cps, peer.MaxRenewCopies) {
+				if ctx.Err() != nil {
+					return
+				}
+				r.renewFrom(ctx, owner, batch)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// renewFrom asks owner about cps. An answer later than a round would come
+// after the copies it renews ended.
+func (r *Replicator) renewFrom(ctx context.Context, owner string, cps []*nearCopy) {
+	m, ok := r.cfg.Members.Member(owner)
+	if !ok || m.Addr == "" {
+		r.obs.NearCacheRenewal("failed", len(cps))
+		return
+	}
+	msg := &peer.Renew{Copies: make([]peer.RenewCopy, len(cps))}
+	for i, cp := range cps {
+		msg.Copies[i] = cp.owner
+	}
+	sent := r.cfg.Now()
+	ctx, cancel := context.WithTimeout(ctx, r.near.round())
+	fresh, err := r.cfg.Transport.Renew(ctx, m.Addr, msg)
+	cancel()
+	if err != nil {
+		r.obs.NearCacheRenewal("failed", len(cps))
+		r.log.Debug("near-cache renewal", "owner", owner, "copies", len(cps), "err", err)
+		return
+	}
+	renewed := 0
+	for i, cp := range cps {
+		// The owner checked after sent, so sent + its freshness left ends
+		// no later than the answer's own freshness there.
+		if fresh[i] > 0 && r.near.extend(cp, sent.Add(min(r.cfg.NearCacheTTL, fresh[i]))) {
+			renewed++
+			continue
+		}
+		r.near.drop(cp)
+	}
+	r.obs.NearCacheRenewal("renewed", renewed)
+	if changed := len(cps) - renewed; changed > 0 {
+		r.obs.NearCacheRenewal("changed", changed)
+	}
 }
 
 // forwardFailure names a failed forward's outcome for the Observer.

@@ -45,6 +45,9 @@ type fakeTransport struct {
 	pushed   map[string][]*peer.Entry
 	held     map[string]*peer.Entry // lookup answers by address
 	tombs    map[string][]peer.Tombstone
+	stored   int64                                      // the owner's Stored in forward answers (0: none, as an older node)
+	renew    func(*peer.Renew) ([]time.Duration, error) // Renew's answer; nil: a node that predates renewal
+	renewals []*peer.Renew
 }
 
 func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardRequest) (*peer.ForwardResponse, error) {
@@ -52,7 +55,24 @@ func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardR
 	defer f.mu.Unlock()
 	f.forwards++
 	return &peer.ForwardResponse{Status: 200, Body: []byte("from " + addr), Result: string(proxy.Miss),
-		FreshFor: int64(time.Minute)}, nil
+		FreshFor: int64(time.Minute), Stored: f.stored}, nil
+}
+
+func (f *fakeTransport) Renew(_ context.Context, addr string, m *peer.Renew) ([]time.Duration, error) {
+	f.mu.Lock()
+	f.renewals = append(f.renewals, m)
+	renew := f.renew
+	f.mu.Unlock()
+	if renew == nil || f.isDown(addr) {
+		return nil, fmt.Errorf("%w: %s answered 404", peer.ErrUnreachable, addr)
+	}
+	return renew(m)
+}
+
+func (f *fakeTransport) isDown(addr string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down[addr]
 }
 
 func (f *fakeTransport) Replicate(_ context.Context, addr string, e *peer.Entry) error {

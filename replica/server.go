@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
@@ -56,6 +57,21 @@ func (s *Server) ServeLookup(_ context.Context, body []byte) ([]byte, error) {
 		e := ToWire("", key, ent)
 		e.V = peer.Version
 		out.Found, out.Entry = true, e
+	}
+	return peer.Encode(out)
+}
+
+// ServeRenew answers a peer.Renew: for each near copy another node names,
+// how much longer it stays this node's fresh answer (Engine.Current), in a
+// peer.RenewResult. It tells the sender nothing but that.
+func (s *Server) ServeRenew(_ context.Context, body []byte) ([]byte, error) {
+	var m peer.Renew
+	if err := peer.Decode(body, &m); err != nil {
+		return nil, fmt.Errorf("replica: renew: %w", err)
+	}
+	out := &peer.RenewResult{V: peer.Version, FreshFor: make([]int64, len(m.Copies))}
+	for i, c := range m.Copies {
+		out.FreshFor[i] = int64(s.engine.Current(c.Primary, c.CacheKey(), time.Unix(0, c.Stored)))
 	}
 	return peer.Encode(out)
 }

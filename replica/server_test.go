@@ -36,6 +36,15 @@ func (f *fakeEngine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
 	return pkey, f.entries[pkey]
 }
 
+func (f *fakeEngine) Current(pkey, key string, stored time.Time) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.entries[key]; ok && e.StoredAt.Equal(stored) {
+		return time.Minute
+	}
+	return 0
+}
+
 // countingObserver counts replication events by direction and outcome.
 type countingObserver struct {
 	mu sync.Mutex
@@ -51,6 +60,9 @@ func (o *countingObserver) ReplicationEvent(dir, outcome string, n int) {
 	o.n[dir+"/"+outcome] += n
 }
 func (o *countingObserver) NearCacheLookup(r string) { o.ReplicationEvent("near", r, 1) }
+func (o *countingObserver) NearCacheRenewal(outcome string, n int) {
+	o.ReplicationEvent("renew", outcome, n)
+}
 func (o *countingObserver) ForwardOutcome(owner, outcome string) {
 	o.ReplicationEvent("forward", outcome, 1)
 }

@@ -331,6 +331,9 @@ measure() {
     ;;
   *) echo "unknown case $case (hot, 10k, cold)" >&2; exit 2 ;;
   esac
+  # The node's own account of the run (near-cache and forward counts), for
+  # reading a cluster's ratio; the ceiling and nginx/Varnish have none.
+  [[ $server == levee || $server == cluster ]] && curl -fsS "$base/metrics" >"$dir/metrics.txt"
   stop_all
   tail -n 1 "$RESULTS" | awk -F'\t' '{printf "round %s %-4s %-8s req/s %8.0f  p99 %8.2f ms  upstream calls %s  errors %s\n", $3, $1, $2, $4, $5, ($6 < 0 ? "-" : $6), $7}'
 }

@@ -189,6 +189,40 @@ func (c *Cache) storable(key string, e *Entry) bool {
 	return uint64(w) <= c.maxWeight && w <= math.MaxUint32
 }
 
+// Prolong keeps the entry stored at stored under key fresh until until
+// (its stale and error windows end no earlier): the near cache's renewal,
+// once the key's owner vouched that the answer is still its own. It
+// reports whether key holds that entry, not shadowed by a tombstone, for at
+// least until now; another entry under key (newer or older) is left as it
+// is. The entry is replaced by a copy with the new windows that shares its
+// header and body: entries stay immutable.
+func (c *Cache) Prolong(key string, stored, until time.Time) bool {
+	held := false
+	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
+		if !old.StoredAt.Equal(stored) || c.tombs.held() && c.tombs.shadows(key, stored, c.now()) {
+			return old, otter.CancelOp
+		}
+		held = true
+		if !old.FreshUntil.Before(until) {
+			return old, otter.CancelOp
+		}
+		e := *old
+		e.FreshUntil, e.StaleUntil, e.ErrorUntil = until, later(e.StaleUntil, until), later(e.ErrorUntil, until)
+		return &e, otter.WriteOp
+	})
+	return held
+}
+
+// Drop removes key's entry if it is the one stored at stored.
+func (c *Cache) Drop(key string, stored time.Time) {
+	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
+		if !old.StoredAt.Equal(stored) {
+			return old, otter.CancelOp
+		}
+		return old, otter.InvalidateOp
+	})
+}
+
 // Delete removes key's entry, if any.
 func (c *Cache) Delete(key string) {
 	c.otter.Invalidate(key)

@@ -1,0 +1,219 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/internal/testutil"
+	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
+)
+
+// newRenewing is a non-owner n2 of owner n1 with a 1 s near-cache ttl on
+// clk. It is not started: the tests run the renewal rounds themselves.
+func newRenewing(t *testing.T, tr *fakeTransport, clk *testutil.Clock) (*Replicator, *countingObserver) {
+	t.Helper()
+	obs := &countingObserver{}
+	cfg := DefaultConfig()
+	cfg.Self, cfg.Ring, cfg.Members, cfg.Transport = "n2", fixedRing{"n1", "n2"}, addrBook{"n1", "n2"}, tr
+	cfg.Observer, cfg.Logger, cfg.Now = obs, testutil.Logger(t, slog.LevelDebug), clk.Now
+	cfg.NearCacheTTL = time.Second
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r, obs
+}
+
+// get serves one GET of rkey through r and reports whether the owner was
+// asked (a forward) rather than the near cache.
+func get(t *testing.T, r *Replicator, tr *fakeTransport, rkey string, h http.Header) (forwarded bool) {
+	t.Helper()
+	before := tr.forwardCount()
+	if _, err := r.Forward(context.Background(), "n1", rkey, &proxy.Request{Method: http.MethodGet, Path: "/a", Header: h}); err != nil {
+		t.Fatal(err)
+	}
+	return tr.forwardCount() > before
+}
+
+func (f *fakeTransport) forwardCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.forwards
+}
+
+func (f *fakeTransport) renewed() []*peer.Renew {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*peer.Renew(nil), f.renewals...)
+}
+
+// vouch answers every copy as fresh on the owner for fresh more.
+func vouch(fresh time.Duration) func(*peer.Renew) ([]time.Duration, error) {
+	return func(m *peer.Renew) ([]time.Duration, error) {
+		out := make([]time.Duration, len(m.Copies))
+		for i := range out {
+			out[i] = fresh
+		}
+		return out, nil
+	}
+}
+
+// rounds advances clk by d one renewal round (ttl/8) at a time, running
+// each round as Start's loop would; at each round's time, before the
+// round, at is called (nil: nothing).
+func rounds(r *Replicator, clk *testutil.Clock, d time.Duration, at func()) {
+	step := r.near.round()
+	for range d / step {
+		clk.Advance(step)
+		if at != nil {
+			at()
+		}
+		r.renewNear(context.Background())
+	}
+}
+
+// TestANearCopyInUseIsServedOnWhileItsOwnerVouchesForIt: a copy served
+// lately is renewed once each 3/4 ttl, so a key in steady use is forwarded
+// once, not once per ttl; the message names the owner's own key and store
+// time; and a copy nobody asks for any more is renewed for renewIdle ttls,
+// then ends.
+func TestANearCopyInUseIsServedOnWhileItsOwnerVouchesForIt(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	tr.stored, tr.renew = clk.Now().Add(-time.Second).UnixNano(), vouch(time.Minute)
+	r, obs := newRenewing(t, tr, clk)
+
+	if !get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("the first GET was not forwarded")
+	}
+	tick := 0
+	rounds(r, clk, 5*time.Second, func() { // a GET every half second
+		if tick++; tick%4 == 0 && get(t, r, tr, rkey, http.Header{}) {
+			t.Fatalf("forwarded again at %v: the copy in use was not renewed", clk.Now())
+		}
+	})
+	ms := tr.renewed()
+	if n := len(ms); n < 5 || n > 7 || obs.get("renew/renewed") != n {
+		t.Fatalf("%d renewals over 5 ttls, counts %v; want one each 3/4 ttl, all renewed", n, obs.n)
+	}
+	want := peer.RenewCopy{Primary: "api\x00GET\x00/a?\x00t=", Stored: tr.stored}
+	if got := ms[0].Copies; len(got) != 1 || got[0] != want {
+		t.Fatalf("renewal names %+v, want %+v", got, want)
+	}
+
+	// Nobody asks any more: renewed for renewIdle ttls after the last
+	// hit, then left to end.
+	rounds(r, clk, (renewIdle+5)*time.Second, nil)
+	if n := len(tr.renewed()) - len(ms); n < renewIdle || n > 2*renewIdle {
+		t.Fatalf("%d renewals in the %d ttls after the last hit, want one each 3/4 ttl for %d ttls", n, renewIdle+5, renewIdle)
+	}
+	if !get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("a copy nobody asked for was served on")
+	}
+}
+
+// TestANearCopyIsNeverServedLongerThanItsOwnerAllows: the outcomes of
+// renewal for a copy forwarded at 0 s and served at 0.25, 0.5, 0.875,
+// 1.125 and 2.5 s, with the rounds in between (every 125 ms; without
+// renewal it ends at 1 s). A copy the owner no longer holds is dropped at
+// once; one the owner does not answer for (down, an older node, a wrong
+// answer) ends at its ttl; one the owner vouches for ends no later than
+// its freshness there; and a write that lands while the renewal is on its
+// way is not undone by it.
+func TestANearCopyIsNeverServedLongerThanItsOwnerAllows(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	start := time.Unix(1_700_000_000, 0)
+	var (
+		r   *Replicator
+		clk *testutil.Clock
+	)
+	tests := []struct {
+		name string
+		// renew answers the rounds (nil: the owner predates renewal).
+		renew func(*peer.Renew) ([]time.Duration, error)
+		down  bool
+		// forwardedAt: when a GET was first forwarded again (0: never).
+		forwardedAt time.Duration
+		outcome     string // one of the rounds'
+	}{
+		{"vouched for", vouch(time.Minute), false, 0, "renewed"},
+		{"vouched for until 1.1 s", func(m *peer.Renew) ([]time.Duration, error) {
+			return vouch(max(start.Add(1100*time.Millisecond).Sub(clk.Now()), 0))(m)
+		}, false, 1125 * time.Millisecond, "renewed"},
+		{"the owner holds another answer", vouch(0), false, 875 * time.Millisecond, "changed"},
+		{"the owner is down", vouch(time.Minute), true, 1125 * time.Millisecond, "failed"},
+		{"the owner predates renewal", nil, false, 1125 * time.Millisecond, "failed"},
+		{"the owner answers another count", func(*peer.Renew) ([]time.Duration, error) {
+			return nil, fmt.Errorf("%w: renew answered 2 copies of 1", peer.ErrUnreachable)
+		}, false, 1125 * time.Millisecond, "failed"},
+		{"a write lands during the renewal", func(m *peer.Renew) ([]time.Duration, error) {
+			now := r.cfg.Now()
+			r.OnInvalidate(rkey, now, now.Add(time.Minute))
+			return vouch(time.Minute)(m)
+		}, false, 875 * time.Millisecond, "changed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk = testutil.NewClock(start)
+			tr := newFakeTransport()
+			tr.stored, tr.renew, tr.down["n1:80"] = clk.Now().UnixNano(), tt.renew, tt.down
+			var obs *countingObserver
+			r, obs = newRenewing(t, tr, clk)
+			get(t, r, tr, rkey, http.Header{})
+			var forwardedAt time.Duration
+			rounds(r, clk, 2500*time.Millisecond, func() {
+				switch at := clk.Now().Sub(start); at {
+				case 250 * time.Millisecond, 500 * time.Millisecond, 875 * time.Millisecond,
+					1125 * time.Millisecond, 2500 * time.Millisecond:
+					if get(t, r, tr, rkey, http.Header{}) && forwardedAt == 0 {
+						forwardedAt = at
+					}
+				}
+			})
+			if forwardedAt != tt.forwardedAt {
+				t.Fatalf("forwarded again at %v, want %v (0: never)", forwardedAt, tt.forwardedAt)
+			}
+			if obs.get("renew/"+tt.outcome) == 0 {
+				t.Fatalf("counts %v, want a renewal %s", obs.n, tt.outcome)
+			}
+		})
+	}
+}
+
+// TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey: an answer that
+// varies is named to its owner by the key the owner's engine keeps it
+// under (proxy.VaryKey of its primary key, with the same request's
+// headers), and the renewed copy is still found through its Vary marker.
+func TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	tr.stored, tr.renew = clk.Now().UnixNano(), vouch(time.Minute)
+	r, _ := newRenewing(t, tr, clk)
+	en := http.Header{"Accept-Language": {"en"}}
+	// The fake owner's answer varies on Accept-Language.
+	resp := &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language"}}, Body: []byte("en"),
+		Result: proxy.Miss, FreshFor: time.Minute, StoredAt: time.Unix(0, tr.stored)}
+	r.near.put(http.MethodGet, rkey, en, resp)
+	tick := 0
+	rounds(r, clk, 3*time.Second, func() {
+		if tick++; tick%4 == 0 && get(t, r, tr, rkey, en) {
+			t.Fatalf("forwarded at %v: the variant's copy was not renewed", clk.Now())
+		}
+	})
+	pkey := proxy.PrimaryKeyOf(rkey, http.MethodGet)
+	want := proxy.VaryKey(pkey, []string{"Accept-Language"}, en)
+	if got := tr.renewed()[0].Copies[0]; got.Primary != pkey || got.Key != want {
+		t.Fatalf("renewal names %q under %q, want %q under %q", got.Key, got.Primary, want, pkey)
+	}
+	if !get(t, r, tr, rkey, http.Header{"Accept-Language": {"fr"}}) {
+		t.Fatal("another variant was served from the renewed copy")
+	}
+}
