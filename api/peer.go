@@ -319,8 +319,8 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 		out.Status, out.Header, out.Body = resp.Status, resp.Header, resp.Body
 		out.Result, out.Age, out.FreshFor = string(resp.Result), int64(resp.Age), int64(resp.FreshFor)
 		out.Detail, out.Attempts = resp.Detail, resp.Attempts
-		if !resp.StoredAt.IsZero() {
-			out.Stored = resp.StoredAt.UnixNano()
+		if resp.Key != "" {
+			out.Key, out.Stored = resp.Key, resp.StoredAt.UnixNano()
 		}
 	}
 	return writeForward(w, out)

@@ -70,10 +70,12 @@ type ForwardResponse struct {
 	Detail   string              `msgpack:"detail"`
 	Attempts int                 `msgpack:"attempts"`
 	Err      *RemoteError        `msgpack:"err"`
-	// Stored is when the owner stored the answer it served from its cache
-	// (unix ns), which names that copy in a later Renew; 0 when the answer
-	// was not a stored one, or the owner predates renewal.
-	Stored int64 `msgpack:"stored,omitempty"`
+	// Key and Stored name the cached answer a fresh hit on the owner
+	// served: its cache key there and when it was stored (unix ns), as a
+	// later Renew names it. Empty for any other answer, and from an owner
+	// that predates renewal.
+	Key    string `msgpack:"key,omitempty"`
+	Stored int64  `msgpack:"stored,omitempty"`
 }
 
 // RemoteError is an error answer from the owner (breaker open, budget
@@ -156,9 +158,9 @@ const (
 
 // Renew asks a key's owner, for each near-cached copy, whether the answer
 // it stored at Stored under Key is still its current fresh answer. A
-// non-owner sends one per owner every half near-cache ttl, for the copies
-// it served since the last one, and keeps serving those the owner vouches
-// for (see package replica, near.go).
+// non-owner sends one per owner every eighth of a near-cache ttl, for the
+// copies it served lately that are about to end, and keeps serving those
+// the owner vouches for (see package replica, near.go).
 type Renew struct {
 	V      uint8       `msgpack:"v"`
 	From   string      `msgpack:"from"`

@@ -30,6 +30,12 @@ func TestCurrentVouchesOnlyForTheAnswerARequestWouldGetNow(t *testing.T) {
 			key: func(p string) string { return p + "\x00Accept-Language=00" }},
 		{name: "the marker itself", vary: "Accept-Language", key: func(p string) string { return p }},
 		{name: "stale on the owner", then: func(*rig) { time.Sleep(rt.Fresh) }},
+		{name: "a variant its marker no longer leads to", vary: "Accept-Language", then: func(rg *rig) {
+			// The answer now varies on Cookie: a French reader's miss
+			// stores a new marker, and the English variant stays stored.
+			rg.up.set(reply(200, "v2", "Vary", "Cookie"))
+			rg.serve(t, get("stories/1", "Accept-Language", "fr"))
+		}},
 		{name: "removed by a write", then: func(rg *rig) {
 			rg.engine.cfg.Cache.Invalidate(primaryKey(rt, en), time.Now(), time.Now().Add(time.Hour))
 		}},
@@ -43,21 +49,27 @@ func TestCurrentVouchesOnlyForTheAnswerARequestWouldGetNow(t *testing.T) {
 				} else {
 					rg.up.set(reply(200, "v1"))
 				}
-				resp := rg.serve(t, en)
+				miss := rg.serve(t, en)
 				time.Sleep(time.Second)
-				if hit := rg.serve(t, en); hit.Result != Hit || !hit.StoredAt.Equal(resp.StoredAt) {
-					t.Fatalf("the second GET was %s stored at %v, want a hit stored at %v", hit.Result, hit.StoredAt, resp.StoredAt)
+				hit := rg.serve(t, en)
+				pkey := primaryKey(rt, en)
+				names, _ := VaryNames(hit.Header)
+				key := VaryKey(pkey, names, en.Header)
+				for _, r := range []*Response{miss, hit} { // the fetch that stored it names it as its hits do
+					if r.Key != key || !r.StoredAt.Equal(miss.StoredAt) || r.StoredAt.IsZero() {
+						t.Fatalf("a %s names %q stored at %v, want %q stored at %v", r.Result, r.Key, r.StoredAt, key, miss.StoredAt)
+					}
+				}
+				if hit.Result != Hit {
+					t.Fatalf("the second GET was a %s", hit.Result)
 				}
 				if tt.then != nil {
 					tt.then(rg)
 				}
-				pkey := primaryKey(rt, en)
-				names, _ := VaryNames(resp.Header)
-				key := VaryKey(pkey, names, en.Header)
 				if tt.key != nil {
 					key = tt.key(pkey)
 				}
-				stored := resp.StoredAt
+				stored := hit.StoredAt
 				if tt.stale {
 					stored = stored.Add(time.Nanosecond)
 				}

@@ -222,11 +222,13 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Response, error) {
 	now := e.cfg.Now()
 	pkey := primaryKey(rt, r)
-	_, ent := e.lookup(pkey, r.Header)
+	key, ent := e.lookup(pkey, r.Header)
 	if ent != nil {
 		switch ent.Freshness(now) {
 		case store.Fresh:
-			return e.fromEntry(ent, Hit, "", now), nil
+			resp := e.fromEntry(ent, Hit, "", now)
+			resp.Key, resp.StoredAt = key, ent.StoredAt
+			return resp, nil
 		case store.Stale:
 			e.refresh(rt, r, pkey, ent)
 			return e.fromEntry(ent, Stale, "", now), nil
@@ -240,6 +242,9 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 	if err == nil && !f.failed {
 		resp := e.fromFlight(f)
 		resp.Collapsed = collapsed
+		if f.stored { // under this request's variant key: its Vary'd values are the fetcher's (reusableFor)
+			resp.Key, resp.StoredAt = VaryKey(pkey, f.vary, r.Header), f.entry.StoredAt
+		}
 		return resp, nil
 	}
 	// A node serving a key it does not own (its owner unreachable) first
@@ -406,7 +411,7 @@ func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
 // Response's Header (see Response), so a hit copies nothing.
 func (e *Engine) fromEntry(ent *store.Entry, res Result, detail string, now time.Time) *Response {
 	return &Response{Status: ent.Status, Header: ent.Header, Body: ent.Body, Result: res,
-		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now), StoredAt: ent.StoredAt}
+		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now)}
 }
 
 func (e *Engine) fromFlight(f *flight) *Response {
@@ -414,7 +419,7 @@ func (e *Engine) fromFlight(f *flight) *Response {
 		Result: f.result, Stored: f.stored, Attempts: f.attempts}
 	if f.stored {
 		now := e.cfg.Now()
-		resp.FreshFor, resp.StoredAt = freshFor(f.entry, now), f.entry.StoredAt
+		resp.FreshFor = freshFor(f.entry, now)
 		if f.result == Hit {
 			resp.Age = f.entry.Age(now)
 		}

@@ -181,8 +181,11 @@ type Response struct {
 	Detail   string        // Cache-Status detail, e.g. "stale-if-error"
 	Stored   bool          // the answer was (re)stored in the cache
 	FreshFor time.Duration // how much longer the cached answer stays fresh; 0 if stale or not cached
-	// StoredAt is when the cached answer was stored: it names that copy
-	// (Engine.Current). Zero when the answer is not a stored one.
+	// Key and StoredAt name the cached answer a fresh hit served, or the
+	// one a fetch stored: the key it lives under on this node and when it
+	// was stored (Engine.Current checks a near copy against them). Empty
+	// for any other answer.
+	Key      string
 	StoredAt time.Time
 	// Collapsed: the answer is another request's fetch, which this one
 	// waited for instead of calling the upstream itself.

@@ -100,7 +100,7 @@ type Config struct {
 	// disables it.
 	NearCacheBytes int64
 	// NearCacheTTL is the longest a near-cached answer is reused after
-	// its owner sent it or last vouched for it (a renewal every half ttl),
+	// its owner sent it or last vouched for it (renewal rounds every ttl/8),
 	// never past its freshness there (cluster.near_cache.ttl). Default 1s;
 	// at most config.MaxNearCacheTTL (1m).
 	NearCacheTTL time.Duration

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,26 +173,29 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	vk := proxy.VaryKey(k, names, h)
 	stored := now.Add(-resp.Age)
 	n.c.Set(vk, window(&store.Entry{Status: resp.Status, Header: resp.Header, Body: resp.Body, StoredAt: stored}))
-	if resp.StoredAt.IsZero() { // an owner that predates renewal, or an answer it did not store
-		n.copies.Delete(vk)
+	// Renewable only as the owner named it: a fresh hit there, under a
+	// key of this request's primary key. The variant key is the owner's
+	// own, made from the headers as its engine prepared them (it drops
+	// some, Accept-Encoding for one), not as this node forwarded them.
+	pkey := proxy.PrimaryKeyOf(rkey, method)
+	if resp.Key != pkey && !strings.HasPrefix(resp.Key, pkey+"\x00") {
+		n.copies.Delete(vk) // an owner that predates renewal, or an answer it did not serve from its cache
 		return
 	}
-	// The owner's keys are the engine's for the same request, as the
-	// owner computed them from the headers this node forwarded.
-	pkey := proxy.PrimaryKeyOf(rkey, method)
 	cp := &nearCopy{rkey: rkey, marker: k, variant: vk, variantStored: stored,
 		owner: peer.RenewCopy{Primary: pkey, Stored: resp.StoredAt.UnixNano()}}
-	if len(names) > 0 {
-		cp.owner.Key = proxy.VaryKey(pkey, names, h)
+	if resp.Key != pkey {
+		cp.owner.Key = resp.Key
 	}
 	cp.lastServed.Store(now.UnixNano()) // the forward it answered
 	cp.until.Store(until.UnixNano())
 	n.copies.Store(vk, cp)
 }
 
-// held reports whether cp's answer is still in the near cache, fresh.
+// held reports whether cp's answer is still in the near cache, fresh. A
+// look, not a read: renewal rounds must not make a copy look hot.
 func (n *nearCache) held(cp *nearCopy, now time.Time) bool {
-	e, ok := n.c.Get(cp.variant)
+	e, ok := n.c.Peek(cp.variant)
 	return ok && e.StoredAt.Equal(cp.variantStored) && e.Freshness(now) == store.Fresh
 }
 
@@ -206,8 +210,9 @@ func (n *nearCache) extend(cp *nearCopy, until time.Time) bool {
 	}
 	// The marker is shared by the URL's variants and names no answer of
 	// its own (each variant is checked on every hit), so whichever marker
-	// is there now is extended.
-	if m, ok := n.c.Get(cp.marker); ok && cp.marker != cp.variant {
+	// is there now is extended; but only a marker: if the URL stopped
+	// varying meanwhile, an answer nobody vouched for is there.
+	if m, ok := n.c.Peek(cp.marker); ok && cp.marker != cp.variant && m.Status == 0 {
 		n.c.Prolong(cp.marker, m.StoredAt, until)
 	}
 	return true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,7 +88,7 @@ func TestANearCopyInUseIsServedOnWhileItsOwnerVouchesForIt(t *testing.T) {
 	const rkey = "api\x00/a?\x00t="
 	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	tr := newFakeTransport()
-	tr.stored, tr.renew = clk.Now().Add(-time.Second).UnixNano(), vouch(time.Minute)
+	tr.key, tr.stored, tr.renew = proxy.PrimaryKeyOf(rkey, http.MethodGet), clk.Now().Add(-time.Second).UnixNano(), vouch(time.Minute)
 	r, obs := newRenewing(t, tr, clk)
 
 	if !get(t, r, tr, rkey, http.Header{}) {
@@ -163,7 +164,8 @@ func TestANearCopyIsNeverServedLongerThanItsOwnerAllows(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clk = testutil.NewClock(start)
 			tr := newFakeTransport()
-			tr.stored, tr.renew, tr.down["n1:80"] = clk.Now().UnixNano(), tt.renew, tt.down
+			tr.key, tr.stored = proxy.PrimaryKeyOf(rkey, http.MethodGet), clk.Now().UnixNano()
+			tr.renew, tr.down["n1:80"] = tt.renew, tt.down
 			var obs *countingObserver
 			r, obs = newRenewing(t, tr, clk)
 			get(t, r, tr, rkey, http.Header{})
@@ -188,19 +190,24 @@ func TestANearCopyIsNeverServedLongerThanItsOwnerAllows(t *testing.T) {
 }
 
 // TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey: an answer that
-// varies is named to its owner by the key the owner's engine keeps it
-// under (proxy.VaryKey of its primary key, with the same request's
-// headers), and the renewed copy is still found through its Vary marker.
+// varies is named to its owner by the key the owner said it served it
+// from (its engine's, from the headers as it prepared them), not one made
+// here from the headers as forwarded; the renewed copy is still found
+// through its Vary marker, and only by its own variant.
 func TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey(t *testing.T) {
 	const rkey = "api\x00/a?\x00t="
 	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
 	tr := newFakeTransport()
 	tr.stored, tr.renew = clk.Now().UnixNano(), vouch(time.Minute)
 	r, _ := newRenewing(t, tr, clk)
-	en := http.Header{"Accept-Language": {"en"}}
-	// The fake owner's answer varies on Accept-Language.
-	resp := &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language"}}, Body: []byte("en"),
-		Result: proxy.Miss, FreshFor: time.Minute, StoredAt: time.Unix(0, tr.stored)}
+	en := http.Header{"Accept-Language": {"en"}, "Accept-Encoding": {"gzip"}}
+	// The owner's answer varies on Accept-Language and Accept-Encoding; its
+	// engine keyed it without Accept-Encoding, which it drops.
+	pkey := proxy.PrimaryKeyOf(rkey, http.MethodGet)
+	vary := []string{"Accept-Encoding", "Accept-Language"}
+	want := proxy.VaryKey(pkey, vary, http.Header{"Accept-Language": {"en"}})
+	resp := &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language, Accept-Encoding"}}, Body: []byte("en"),
+		Result: proxy.Hit, FreshFor: time.Minute, Key: want, StoredAt: time.Unix(0, tr.stored)}
 	r.near.put(http.MethodGet, rkey, en, resp)
 	tick := 0
 	rounds(r, clk, 3*time.Second, func() {
@@ -208,12 +215,84 @@ func TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey(t *testing.T) {
 			t.Fatalf("forwarded at %v: the variant's copy was not renewed", clk.Now())
 		}
 	})
-	pkey := proxy.PrimaryKeyOf(rkey, http.MethodGet)
-	want := proxy.VaryKey(pkey, []string{"Accept-Language"}, en)
 	if got := tr.renewed()[0].Copies[0]; got.Primary != pkey || got.Key != want {
 		t.Fatalf("renewal names %q under %q, want %q under %q", got.Key, got.Primary, want, pkey)
 	}
 	if !get(t, r, tr, rkey, http.Header{"Accept-Language": {"fr"}}) {
 		t.Fatal("another variant was served from the renewed copy")
+	}
+}
+
+// TestARenewalExtendsOnlyTheCopyItVouchedFor: when the URL stops varying
+// while a renewal of one of its variants is on its way, the answer now
+// under the Vary marker's key is not extended with the variant: nobody
+// vouched for it, and it ends at its own freshness.
+func TestARenewalExtendsOnlyTheCopyItVouchedFor(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	r, _ := newRenewing(t, tr, clk)
+	pkey := proxy.PrimaryKeyOf(rkey, http.MethodGet)
+	en := http.Header{"Accept-Language": {"en"}}
+	r.near.put(http.MethodGet, rkey, en, &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language"}},
+		Body: []byte("en"), Result: proxy.Hit, FreshFor: time.Minute,
+		Key: proxy.VaryKey(pkey, []string{"Accept-Language"}, en), StoredAt: clk.Now()})
+	replaced := false
+	tr.renew = func(m *peer.Renew) ([]time.Duration, error) {
+		if !replaced { // the URL stopped varying: a new answer, fresh 100 ms more on its owner
+			replaced = true
+			r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Header: http.Header{},
+				Body: []byte("new"), Result: proxy.Hit, FreshFor: 100 * time.Millisecond, Key: pkey, StoredAt: clk.Now()})
+		}
+		return vouch(time.Minute)(m)
+	}
+	rounds(r, clk, 750*time.Millisecond, nil) // the variant's copy is due: renewed, the new answer put meanwhile
+	if !replaced {
+		t.Fatal("no renewal round asked about the variant")
+	}
+	clk.Advance(250 * time.Millisecond)
+	if !get(t, r, tr, rkey, http.Header{"Accept-Language": {"fr"}}) {
+		t.Fatal("the answer put during the renewal was served past its own freshness: the renewal extended it")
+	}
+}
+
+// movingRing is a ring whose one owner a test moves.
+type movingRing struct{ owner atomic.Value }
+
+func (m *movingRing) Owner(string) (string, bool)       { return m.owner.Load().(string), true }
+func (m *movingRing) Replicas(_ string, _ int) []string { return []string{m.owner.Load().(string)} }
+
+// TestARenewalAsksTheKeysOwnerNow: a copy is renewed by whoever owns its
+// key at the round, which holds the same stored answer when it took the
+// key over with its replicas; once this node owns the key, nothing is
+// renewed (it serves the key itself).
+func TestARenewalAsksTheKeysOwnerNow(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	tr.key, tr.stored, tr.renew = proxy.PrimaryKeyOf(rkey, http.MethodGet), clk.Now().UnixNano(), vouch(time.Minute)
+	ring := &movingRing{}
+	ring.owner.Store("n1")
+	cfg := DefaultConfig()
+	cfg.Self, cfg.Ring, cfg.Members, cfg.Transport = "n2", ring, addrBook{"n1", "n2", "n3"}, tr
+	cfg.Logger, cfg.Now, cfg.NearCacheTTL = testutil.Logger(t, slog.LevelDebug), clk.Now, time.Second
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	get(t, r, tr, rkey, http.Header{})
+	ring.owner.Store("n3")
+	rounds(r, clk, time.Second, nil)
+	if got := tr.renewedAt; len(got) != 1 || got[0] != "n3:80" {
+		t.Fatalf("renewals went to %q, want one to the owner now, n3:80", got)
+	}
+	ring.owner.Store("n2")
+	rounds(r, clk, 2*time.Second, nil)
+	if n := len(tr.renewedAt); n != 1 {
+		t.Fatalf("%d renewals, want none once this node owns the key", n)
+	}
+	if _, held := r.near.copies.Load(nearKey(http.MethodGet, rkey)); held {
+		t.Fatal("the copy of a key this node owns is still kept for renewal")
 	}
 }

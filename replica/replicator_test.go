@@ -39,15 +39,17 @@ func (a addrBook) Live() []Member {
 
 // fakeTransport answers from per-address state; down addresses fail.
 type fakeTransport struct {
-	mu       sync.Mutex
-	down     map[string]bool
-	forwards int
-	pushed   map[string][]*peer.Entry
-	held     map[string]*peer.Entry // lookup answers by address
-	tombs    map[string][]peer.Tombstone
-	stored   int64                                      // the owner's Stored in forward answers (0: none, as an older node)
-	renew    func(*peer.Renew) ([]time.Duration, error) // Renew's answer; nil: a node that predates renewal
-	renewals []*peer.Renew
+	mu        sync.Mutex
+	down      map[string]bool
+	forwards  int
+	pushed    map[string][]*peer.Entry
+	held      map[string]*peer.Entry // lookup answers by address
+	tombs     map[string][]peer.Tombstone
+	key       string                                     // the owner's Key in forward answers ("": none, as an older node)
+	stored    int64                                      // and its Stored
+	renew     func(*peer.Renew) ([]time.Duration, error) // Renew's answer; nil: a node that predates renewal
+	renewals  []*peer.Renew
+	renewedAt []string // each renewal's address
 }
 
 func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardRequest) (*peer.ForwardResponse, error) {
@@ -55,12 +57,13 @@ func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardR
 	defer f.mu.Unlock()
 	f.forwards++
 	return &peer.ForwardResponse{Status: 200, Body: []byte("from " + addr), Result: string(proxy.Miss),
-		FreshFor: int64(time.Minute), Stored: f.stored}, nil
+		FreshFor: int64(time.Minute), Key: f.key, Stored: f.stored}, nil
 }
 
 func (f *fakeTransport) Renew(_ context.Context, addr string, m *peer.Renew) ([]time.Duration, error) {
 	f.mu.Lock()
 	f.renewals = append(f.renewals, m)
+	f.renewedAt = append(f.renewedAt, addr)
 	renew := f.renew
 	f.mu.Unlock()
 	if renew == nil || f.isDown(addr) {

@@ -36,18 +36,13 @@ func forwardRequestOf(r *proxy.Request) *peer.ForwardRequest {
 
 // responseOf turns an owner's wire answer back into a proxy.Response.
 func responseOf(fr *peer.ForwardResponse) *proxy.Response {
-	return &proxy.Response{Status: fr.Status, Header: http.Header(fr.Header), Body: fr.Body,
+	resp := &proxy.Response{Status: fr.Status, Header: http.Header(fr.Header), Body: fr.Body,
 		Result: proxy.Result(fr.Result), Age: durationNS(fr.Age), FreshFor: durationNS(fr.FreshFor),
-		Detail: fr.Detail, Attempts: fr.Attempts, StoredAt: storedAt(fr.Stored)}
-}
-
-// storedAt is a wire store time; 0 (an answer not stored, or an owner
-// that predates renewal) is the zero time.
-func storedAt(ns int64) time.Time {
-	if ns <= 0 {
-		return time.Time{}
+		Detail: fr.Detail, Attempts: fr.Attempts}
+	if fr.Key != "" && fr.Stored > 0 { // a fresh hit of an owner that names it
+		resp.Key, resp.StoredAt = fr.Key, time.Unix(0, fr.Stored)
 	}
-	return time.Unix(0, ns)
+	return resp
 }
 
 // durationNS is a wire duration; a negative one (a peer's bug) is zero.

@@ -162,6 +162,16 @@ func (c *Cache) Get(key string) (*Entry, bool) {
 	return e, ok
 }
 
+// Peek is Get without recording a read: eviction keeps judging key by its
+// real hits (housekeeping looks through it).
+func (c *Cache) Peek(key string) (*Entry, bool) {
+	oe, ok := c.otter.GetEntryQuietly(key)
+	if !ok || c.tombs.held() && c.tombs.shadows(key, oe.Value.StoredAt, c.now()) {
+		return nil, false
+	}
+	return oe.Value, true
+}
+
 // Set stores e under key, replacing any previous entry. An entry that is
 // already Dead, or heavier on its own than MaxBytes (or than 4 GiB, otter's
 // per-entry limit), is not stored: storing it would evict everything else
