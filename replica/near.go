@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"hash/maphash"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,9 +22,27 @@ type nearCache struct {
 	c   *store.Cache
 	ttl time.Duration
 	now func() time.Time
+
+	mu sync.Mutex
 	// copies holds what renewing each copy takes, by its near key (the
-	// variant's). An entry outlives its copy by at most a renewal round.
-	copies sync.Map // string → *nearCopy
+	// variant's). An entry outlives its copy by at most a ttl. Only puts
+	// and renewal rounds touch it: a hit does not.
+	copies map[string]*nearCopy
+	// served is when a copy in each slot was last served (unix ns, to
+	// within servedStep), the slot being its near key's hash: a hit
+	// writes one word it finds by a hash instead of looking its copy up.
+	// Two copies sharing a slot may each be renewed for the other's hits,
+	// which costs a renewal and risks nothing.
+	served [servedSlots]atomic.Int64
+	seed   maphash.Seed
+}
+
+// servedSlots is how many last-served times a near cache keeps: more than
+// its copies, mostly (a 16 MiB near cache holds about 7,000 1 KiB answers).
+const servedSlots = 1 << 15
+
+func newNearCache(c *store.Cache, ttl time.Duration, now func() time.Time) *nearCache {
+	return &nearCache{c: c, ttl: ttl, now: now, copies: map[string]*nearCopy{}, seed: maphash.MakeSeed()}
 }
 
 // Renewal: a copy the owner vouches for is served on. Every eighth of a
@@ -32,16 +51,18 @@ type nearCache struct {
 // renewIdle ttls; for each one the owner still holds as its fresh answer
 // (proxy.Engine.Current), the copy's life is extended to ttl after the
 // message was sent, never past the owner's freshness, and a copy the owner
-// no longer holds is dropped. A copy in use is so renewed about once a
-// ttl, a few at a time. So a copy is never served
-// more than ttl after its owner last vouched for it, as before renewal; a
-// copy in use is forwarded for once, not once per ttl (at a few hits a
-// second per key, most ttls would see none); and a copy nobody asks for
-// ends renewIdle ttls after its last hit. A renewal costs the owner a
-// lookup and a few dozen bytes, where a forward costs both nodes a request. This is a lease renewed by use, as in Gray and Cheriton's
-// leases (SOSP '89), batched per owner like Redis's client-side caching
-// (server-assisted, tracking), whose client also drops its copies when it
-// cannot hear the server.
+// no longer holds is dropped. A copy in use is so renewed once each 3/4
+// ttl, a few copies at a time.
+//
+// So a copy is never served more than ttl after its owner last vouched for
+// it, as before renewal; a copy in use is forwarded for once, not once per
+// ttl (at a few hits a second per key, most ttls would see one forward);
+// and a copy nobody asks for ends renewIdle ttls after its last hit. A
+// renewal costs the owner a lookup and a few dozen bytes, where a forward
+// costs both nodes a request. This is a lease renewed by use, as in Gray
+// and Cheriton's leases (SOSP '89), batched per owner like Redis's
+// client-side caching (server-assisted, tracking), whose client also drops
+// its copies when it cannot hear the server.
 
 // nearCopy is one renewable near copy.
 type nearCopy struct {
@@ -49,7 +70,7 @@ type nearCopy struct {
 	marker, variant string         // near keys of the Vary marker and of the answer (equal when it does not vary)
 	variantStored   time.Time      // the answer's StoredAt here, which tells it from a later copy
 	owner           peer.RenewCopy // the owner's name for it
-	lastServed      atomic.Int64   // unix ns, to within servedStep
+	slot            uint32         // its slot in nearCache.served
 	until           atomic.Int64   // unix ns: when it ends unless renewed
 }
 
@@ -73,16 +94,48 @@ const renewIdle = 5
 // write its line.
 const servedStep = 8
 
-// served records a hit at now.
-func (n *nearCache) served(cp *nearCopy, now time.Time) {
-	if t := now.UnixNano(); t-cp.lastServed.Load() > int64(n.ttl/servedStep) {
-		cp.lastServed.Store(t)
+// slot is the served slot of near key vk.
+func (n *nearCache) slot(vk string) uint32 {
+	return uint32(maphash.String(n.seed, vk) & (servedSlots - 1))
+}
+
+// serve records a hit on the copy in slot at now.
+func (n *nearCache) serve(slot uint32, now time.Time) {
+	if t := now.UnixNano(); t-n.served[slot].Load() > int64(n.ttl/servedStep) {
+		n.served[slot].Store(t)
 	}
 }
 
 // wanted reports whether cp was served in the last renewIdle ttls.
 func (n *nearCache) wanted(cp *nearCopy, now time.Time) bool {
-	return now.UnixNano()-cp.lastServed.Load() <= int64(renewIdle*n.ttl)
+	return now.UnixNano()-n.served[cp.slot].Load() <= int64(renewIdle*n.ttl)
+}
+
+// renewable returns the copies due at now that were served lately, and
+// forgets those that are gone (see renewNear).
+func (n *nearCache) renewable(now time.Time) []*nearCopy {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*nearCopy
+	for k, cp := range n.copies {
+		switch {
+		case !n.due(cp, now):
+		case !n.held(cp, now):
+			delete(n.copies, k)
+		case n.wanted(cp, now):
+			out = append(out, cp)
+		}
+	}
+	return out
+}
+
+// forget stops renewing cp (this node owns its key now).
+func (n *nearCache) forget(cp *nearCopy) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.copies[cp.variant] == cp {
+		delete(n.copies, cp.variant)
+	}
 }
 
 // nearable: only fresh, stored, cacheable answers are near-cached.
@@ -115,9 +168,7 @@ func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bo
 	if !ok || e.Freshness(now) != store.Fresh {
 		return nil, false
 	}
-	if cp, ok := n.copies.Load(vk); ok {
-		n.served(cp.(*nearCopy), now)
-	}
+	n.serve(n.slot(vk), now)
 	// The entry's own header map and body, shared read-only as
 	// proxy.Engine.fromEntry shares a cached entry's (see proxy.Response):
 	// api.Server.write copies the map (proxy.CopyCleanHeader) and changes
@@ -179,7 +230,9 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	// some, Accept-Encoding for one), not as this node forwarded them.
 	pkey := proxy.PrimaryKeyOf(rkey, method)
 	if resp.Key != pkey && !strings.HasPrefix(resp.Key, pkey+"\x00") {
-		n.copies.Delete(vk) // an owner that predates renewal, or an answer it did not serve from its cache
+		n.mu.Lock()
+		delete(n.copies, vk) // an owner that predates renewal, or an answer it did not serve from its cache
+		n.mu.Unlock()
 		return
 	}
 	cp := &nearCopy{rkey: rkey, marker: k, variant: vk, variantStored: stored,
@@ -187,9 +240,12 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	if resp.Key != pkey {
 		cp.owner.Key = resp.Key
 	}
-	cp.lastServed.Store(now.UnixNano()) // the forward it answered
+	cp.slot = n.slot(vk)
+	n.serve(cp.slot, now) // the forward it answered
 	cp.until.Store(until.UnixNano())
-	n.copies.Store(vk, cp)
+	n.mu.Lock()
+	n.copies[vk] = cp
+	n.mu.Unlock()
 }
 
 // held reports whether cp's answer is still in the near cache, fresh. A
@@ -221,5 +277,5 @@ func (n *nearCache) extend(cp *nearCopy, until time.Time) bool {
 // drop removes cp from the near cache: its owner no longer serves it.
 func (n *nearCache) drop(cp *nearCopy) {
 	n.c.Drop(cp.variant, cp.variantStored)
-	n.copies.CompareAndDelete(cp.variant, cp)
+	n.forget(cp)
 }

@@ -21,7 +21,7 @@ func TestNearCacheFollowsTheEnginesVaryRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	near := &nearCache{c: c, ttl: time.Second, now: clk.Now}
+	near := newNearCache(c, time.Second, clk.Now)
 	answer := func(vary string) *proxy.Response {
 		return &proxy.Response{Status: 200, Header: http.Header{"Vary": {vary}}, Body: []byte(vary),
 			Result: proxy.Miss, FreshFor: time.Minute}

@@ -292,7 +292,10 @@ func TestARenewalAsksTheKeysOwnerNow(t *testing.T) {
 	if n := len(tr.renewedAt); n != 1 {
 		t.Fatalf("%d renewals, want none once this node owns the key", n)
 	}
-	if _, held := r.near.copies.Load(nearKey(http.MethodGet, rkey)); held {
+	r.near.mu.Lock()
+	_, held := r.near.copies[nearKey(http.MethodGet, rkey)]
+	r.near.mu.Unlock()
+	if held {
 		t.Fatal("the copy of a key this node owns is still kept for renewal")
 	}
 }

@@ -62,7 +62,7 @@ func New(cfg Config) (*Replicator, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.near = &nearCache{c: c, ttl: cfg.NearCacheTTL, now: cfg.Now}
+		r.near = newNearCache(c, cfg.NearCacheTTL, cfg.Now)
 	}
 	return r, nil
 }
@@ -158,26 +158,14 @@ func (r *Replicator) renewNear(ctx context.Context) {
 	}
 	now := r.cfg.Now()
 	byOwner := map[string][]*nearCopy{}
-	r.near.copies.Range(func(k, v any) bool {
-		cp := v.(*nearCopy)
-		if !r.near.due(cp, now) {
-			return true
-		}
-		if !r.near.held(cp, now) {
-			r.near.copies.CompareAndDelete(k, v)
-			return true
-		}
-		if !r.near.wanted(cp, now) {
-			return true // it ends at its ttl
-		}
+	for _, cp := range r.near.renewable(now) {
 		// The owner now, which the ring may have moved: only it can vouch.
 		if owner, self := r.Owner(cp.rkey); !self {
 			byOwner[owner] = append(byOwner[owner], cp)
 		} else {
-			r.near.copies.CompareAndDelete(k, v) // never forwarded again while this node owns it
+			r.near.forget(cp) // never forwarded again while this node owns it
 		}
-		return true
-	})
+	}
 	// Owners in parallel: one that does not answer costs its own copies
 	// the round, not the others'.
 	var wg sync.WaitGroup

@@ -14,9 +14,12 @@
 #   hot    warm one key, then wrk -t1 -c64 -d$DURATION --latency on it
 #   10k    warm 10,000 keys, then the same wrk drawing uniformly from them
 #          (a Lua script): every request is a hit
-#          (both: an unrecorded wrk run of $WARMUP first, to grow the
-#          server's connections, threads and heap; the upstream's calls
-#          during the measured run are counted: 0 says all were hits)
+#          (both: an unrecorded wrk run first, $WARMUP for the hot key and
+#          $WARMUP_10K for 10k keys, to grow the server's connections,
+#          threads and heap, and to let a cluster settle: after the fill
+#          its owners are still pushing each new entry to its replica, and
+#          the near copies of node 1 are not yet renewed; the upstream's
+#          calls during the measured run are counted: 0 says all were hits)
 #   cold   500 connections opened, then one request each, sent together,
 #          for a key no one asked for; the upstream answers such keys in
 #          $COLD_LATENCY. Upstream calls for the key, p99 of the 500.
@@ -37,7 +40,7 @@
 # stopped on exit. Output: $WORK/results.tsv (a row per measurement),
 # $WORK/table.md (also printed), configs and logs per measurement.
 #
-# With the defaults (3 rounds, 5 s per wrk run) it takes about 6 minutes.
+# With the defaults (3 rounds, 5 s per wrk run) it takes about 7 minutes.
 # Shorter: DURATION=2s ROUNDS=1 CASES="hot cold" SERVERS="nginx levee".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,6 +48,7 @@ cd "$(dirname "$0")/.."
 WORK=${WORK:-$(mktemp -d /tmp/bench-compare.XXXXXX)}
 DURATION=${DURATION:-5s}  # each wrk run
 WARMUP=${WARMUP:-1s}      # the unrecorded wrk run before it; 0: none
+WARMUP_10K=${WARMUP_10K:-5s} # the same before the 10k case
 ROUNDS=${ROUNDS:-3}
 CASES=${CASES:-"hot 10k cold"}
 SERVERS=${SERVERS:-"ceiling nginx varnish levee cluster"}
@@ -297,10 +301,11 @@ start_cluster() {
 # pinned wrk run, parsed into a row of $RESULTS with the upstream's calls
 # during it (not for the ceiling, which has no upstream).
 wrk_row() {
-  local case=$1 server=$2 round=$3 dir=$4 url=$5 count=()
+  local case=$1 server=$2 round=$3 dir=$4 url=$5 count=() warmup=$WARMUP
   shift 5
-  if [[ $WARMUP != 0 ]]; then
-    taskset -c "$CPU_LOAD" wrk -t1 -c"$CONNS" -d"$WARMUP" "$@" "$url" >"$dir/wrk-warmup.txt"
+  [[ $case == 10k ]] && warmup=$WARMUP_10K
+  if [[ $warmup != 0 ]]; then
+    taskset -c "$CPU_LOAD" wrk -t1 -c"$CONNS" -d"$warmup" "$@" "$url" >"$dir/wrk-warmup.txt"
   fi
   if [[ $server != ceiling ]]; then
     curl -fsS -XPOST "$UPSTREAM/-/stats/reset" >/dev/null
@@ -373,7 +378,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 {
-  echo "<!-- make bench-compare: $(date -u +%Y-%m-%d), $(versions); servers on core $CPU_SERVER, wrk -t1 -c$CONNS -d$DURATION (after $WARMUP unrecorded) and the upstream on core $CPU_LOAD; $ROUNDS rounds, medians; cold: $COLD_N requests, upstream latency $COLD_LATENCY -->"
+  echo "<!-- make bench-compare: $(date -u +%Y-%m-%d), $(versions); servers on core $CPU_SERVER, wrk -t1 -c$CONNS -d$DURATION (after $WARMUP unrecorded, $WARMUP_10K for 10k keys) and the upstream on core $CPU_LOAD; $ROUNDS rounds, medians; cold: $COLD_N requests, upstream latency $COLD_LATENCY -->"
   echo
   "$WORK/bin/compare" table "$RESULTS"
 } >"$WORK/table.md"
