@@ -84,3 +84,32 @@ func TestCurrentVouchesOnlyForTheAnswerARequestWouldGetNow(t *testing.T) {
 		})
 	}
 }
+
+// TestAWaiterNamesTheCopyItsFetcherStored: requests that waited on one
+// fetch name the cached answer the fetch stored, under the key their own
+// hits will name, each for its own variant when the answer varies.
+func TestAWaiterNamesTheCopyItsFetcherStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rg := newRig(t, rt)
+		rg.up.set(reply(200, "v1", "Vary", "Accept-Language"))
+		en := func() *Request { return get("stories/1", "Accept-Language", "en", "X-Trace", "1") }
+		out := burst(t, rg, en(), en(), en())
+		if n := rg.calls(); n != 1 {
+			t.Fatalf("upstream calls = %d, want 1", n)
+		}
+		pkey := primaryKey(rt, en())
+		want := VaryKey(pkey, []string{"Accept-Language"}, en().Header)
+		for i, r := range out {
+			if r.Key != want || !r.StoredAt.Equal(out[0].StoredAt) || r.StoredAt.IsZero() {
+				t.Fatalf("answer %d (collapsed %v) names %q stored at %v, want %q stored at %v", i, r.Collapsed, r.Key, r.StoredAt, want, out[0].StoredAt)
+			}
+			if rg.engine.Current(pkey, r.Key, r.StoredAt) <= 0 {
+				t.Fatalf("answer %d names a copy its engine does not vouch for", i)
+			}
+		}
+		if !out[1].Collapsed {
+			t.Fatal("the second request did not wait on the first's fetch")
+		}
+	})
+}

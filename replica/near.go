@@ -2,6 +2,7 @@ package replica
 
 import (
 	"hash/maphash"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type nearCache struct {
 	// variant's). An entry outlives its copy by at most a ttl. Only puts
 	// and renewal rounds touch it: a hit does not.
 	copies map[string]*nearCopy
+	peak   int // the most copies held since the map was last rebuilt
 	// served is when a copy in each slot was last served (unix ns, to
 	// within servedStep), the slot being its near key's hash: a hit
 	// writes one word it finds by a hash instead of looking its copy up.
@@ -112,19 +114,37 @@ func (n *nearCache) wanted(cp *nearCopy, now time.Time) bool {
 }
 
 // renewable returns the copies due at now that were served lately, and
-// forgets those that are gone (see renewNear).
+// forgets those that are gone (see renewNear). The lock is held only to
+// list and to delete: a forward's put does not wait on the cache reads.
 func (n *nearCache) renewable(now time.Time) []*nearCopy {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []*nearCopy
-	for k, cp := range n.copies {
+	var due []*nearCopy
+	for _, cp := range n.copies {
+		if n.due(cp, now) {
+			due = append(due, cp)
+		}
+	}
+	n.mu.Unlock()
+	var out, gone []*nearCopy
+	for _, cp := range due {
 		switch {
-		case !n.due(cp, now):
 		case !n.held(cp, now):
-			delete(n.copies, k)
+			gone = append(gone, cp)
 		case n.wanted(cp, now):
 			out = append(out, cp)
 		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, cp := range gone {
+		if n.copies[cp.variant] == cp {
+			delete(n.copies, cp.variant)
+		}
+	}
+	// A Go map keeps the room of its largest size: after a burst of keys
+	// forwarded once (a crawl), it is rebuilt at its present size.
+	if n.peak > 1024 && len(n.copies) < n.peak/4 {
+		n.copies, n.peak = maps.Clone(n.copies), len(n.copies)
 	}
 	return out
 }
@@ -245,6 +265,7 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	cp.until.Store(until.UnixNano())
 	n.mu.Lock()
 	n.copies[vk] = cp
+	n.peak = max(n.peak, len(n.copies))
 	n.mu.Unlock()
 }
 

@@ -288,14 +288,72 @@ func TestARenewalAsksTheKeysOwnerNow(t *testing.T) {
 		t.Fatalf("renewals went to %q, want one to the owner now, n3:80", got)
 	}
 	ring.owner.Store("n2")
-	rounds(r, clk, 2*time.Second, nil)
+	// The copy (renewed at 0.75 s to 1.75 s) is due again at 1.5 s: the
+	// round then forgets it, while it is still held.
+	rounds(r, clk, 625*time.Millisecond, nil)
 	if n := len(tr.renewedAt); n != 1 {
 		t.Fatalf("%d renewals, want none once this node owns the key", n)
+	}
+	if e, ok := r.near.c.Peek(nearKey(http.MethodGet, rkey)); !ok || !e.FreshUntil.After(clk.Now()) {
+		t.Fatal("the copy ended before the round that should forget it")
 	}
 	r.near.mu.Lock()
 	_, held := r.near.copies[nearKey(http.MethodGet, rkey)]
 	r.near.mu.Unlock()
 	if held {
 		t.Fatal("the copy of a key this node owns is still kept for renewal")
+	}
+}
+
+// TestCopiesNobodyServesAreForgotten: the renewal state of copies that
+// ended goes with them, and after a burst of keys forwarded once the map
+// that held them is rebuilt at its present size.
+func TestCopiesNobodyServesAreForgotten(t *testing.T) {
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	tr.stored, tr.renew = clk.Now().UnixNano(), vouch(time.Minute)
+	r, _ := newRenewing(t, tr, clk)
+	const n = 2000
+	for i := range n {
+		rkey := fmt.Sprintf("api\x00/k%d?\x00t=", i)
+		tr.key = proxy.PrimaryKeyOf(rkey, http.MethodGet)
+		get(t, r, tr, rkey, http.Header{})
+	}
+	r.near.mu.Lock()
+	held, peak := len(r.near.copies), r.near.peak
+	r.near.mu.Unlock()
+	if held != n || peak != n {
+		t.Fatalf("%d copies (peak %d) after %d forwards", held, peak, n)
+	}
+	// Renewed for renewIdle ttls after the forward, then left to end.
+	rounds(r, clk, (renewIdle+2)*time.Second, nil)
+	r.near.mu.Lock()
+	held, peak = len(r.near.copies), r.near.peak
+	r.near.mu.Unlock()
+	if held != 0 || peak != 0 {
+		t.Fatalf("%d copies (peak %d) kept after they all ended, want none and a rebuilt map", held, peak)
+	}
+}
+
+// TestANearCopyEndsNoLaterThanItsOwnersFreshness: the owner measured the
+// answer's freshness left at some point between the forward leaving and
+// its answer arriving; the copy counts it from when the forward left, so
+// however slow the way back, it does not outlive the owner's.
+func TestANearCopyEndsNoLaterThanItsOwnersFreshness(t *testing.T) {
+	const rkey = "api\x00/a?\x00t="
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	tr := newFakeTransport()
+	tr.fresh = 500 * time.Millisecond
+	tr.onForward = func() { clk.Advance(200 * time.Millisecond) } // the owner answers 200 ms after the forward left
+	r, _ := newRenewing(t, tr, clk)
+	get(t, r, tr, rkey, http.Header{}) // fresh for 0.5 s from when the owner looked, at 0 s at the earliest
+	tr.onForward = nil
+	clk.Advance(250 * time.Millisecond)
+	if get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("the copy was not served at 0.45 s, within its freshness")
+	}
+	clk.Advance(100 * time.Millisecond)
+	if !get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("a copy was served at 0.55 s, past 0.5 s after the forward left")
 	}
 }

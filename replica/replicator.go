@@ -134,6 +134,7 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 		r.obs.ForwardOutcome(node, "not-sent")
 		return nil, fmt.Errorf("%w: %w: no address for %s", peer.ErrUnreachable, peer.ErrNotSent, node)
 	}
+	sent := r.cfg.Now()
 	fr, err := r.cfg.Transport.Forward(ctx, m.Addr, forwardRequestOf(req))
 	if err != nil {
 		r.obs.ForwardOutcome(node, forwardFailure(err))
@@ -141,6 +142,9 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 	}
 	r.obs.ForwardOutcome(node, "ok")
 	resp := responseOf(fr)
+	// The owner measured FreshFor as it answered, after sent: counted
+	// from sent, the answer is fresh here no longer than there.
+	resp.FreshFor = max(resp.FreshFor-r.cfg.Now().Sub(sent), 0)
 	if r.near != nil {
 		r.nearAfter(req.Method, key, req.Header, resp)
 	}

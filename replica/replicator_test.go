@@ -49,15 +49,24 @@ type fakeTransport struct {
 	stored    int64                                      // and its Stored
 	renew     func(*peer.Renew) ([]time.Duration, error) // Renew's answer; nil: a node that predates renewal
 	renewals  []*peer.Renew
-	renewedAt []string // each renewal's address
+	renewedAt []string      // each renewal's address
+	fresh     time.Duration // FreshFor in forward answers (0: a minute)
+	onForward func()        // runs in each forward, as the owner answers (nil: nothing)
 }
 
 func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardRequest) (*peer.ForwardResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.forwards++
+	if f.onForward != nil {
+		f.onForward()
+	}
+	fresh := f.fresh
+	if fresh == 0 {
+		fresh = time.Minute
+	}
 	return &peer.ForwardResponse{Status: 200, Body: []byte("from " + addr), Result: string(proxy.Miss),
-		FreshFor: int64(time.Minute), Key: f.key, Stored: f.stored}, nil
+		FreshFor: int64(fresh), Key: f.key, Stored: f.stored}, nil
 }
 
 func (f *fakeTransport) Renew(_ context.Context, addr string, m *peer.Renew) ([]time.Duration, error) {

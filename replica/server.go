@@ -63,7 +63,9 @@ func (s *Server) ServeLookup(_ context.Context, body []byte) ([]byte, error) {
 
 // ServeRenew answers a peer.Renew: for each near copy another node names,
 // how much longer it stays this node's fresh answer (Engine.Current), in a
-// peer.RenewResult. It tells the sender nothing but that.
+// peer.RenewResult. It tells the sender nothing but that. Each lookup
+// counts as a read of the entry here, as it should: the key is in use,
+// through the copies its near caches serve.
 func (s *Server) ServeRenew(_ context.Context, body []byte) ([]byte, error) {
 	var m peer.Renew
 	if err := peer.Decode(body, &m); err != nil {

@@ -53,6 +53,9 @@ func TestProlongKeepsOnlyTheEntryItNames(t *testing.T) {
 			case !tt.fresh.IsZero() && (!ok || !e.FreshUntil.Equal(tt.fresh)):
 				t.Fatalf("entry %v fresh until %v, want until %v", ok, e, tt.fresh)
 			}
+			if _, peeked := c.Peek(tt.key); peeked != ok { // a look sees what a read does
+				t.Fatalf("Peek found %v, Get %v", peeked, ok)
+			}
 			if ok && (e.Freshness(tt.fresh.Add(-time.Nanosecond)) != Fresh || len(e.Body) != 10) {
 				t.Fatalf("the prolonged entry is %v with %d bytes", e.Freshness(tt.fresh.Add(-time.Nanosecond)), len(e.Body))
 			}
