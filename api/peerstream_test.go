@@ -513,9 +513,13 @@ func TestCallsBeyondAConnectionsLimitWait(t *testing.T) {
 
 // TestCallsThatTimeOutLeaveNoSlotBehind: callers that keep giving up
 // (100 ms deadlines against a server that answers only when told to
-// stop) never find the server full: each call carries the time left when
-// it is sent and is canceled when it ends, so a client within its limit
-// gets no 503.
+// stop) do not fill the server: each call carries the time left when it
+// is sent and is canceled when it ends, so a client within its limit is
+// not refused. A slot left behind by each call would refuse nearly every
+// call after the first 2000; on a starved machine (a second make test
+// beside this one) the server may end a few canceled calls a round late
+// and shed a handful (25 of 7850 once), which is load shedding, not a
+// leak: up to 1 % is allowed.
 func TestCallsThatTimeOutLeaveNoSlotBehind(t *testing.T) {
 	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(ctx context.Context, key string) {
 		if key != "warm" {
@@ -540,8 +544,8 @@ func TestCallsThatTimeOutLeaveNoSlotBehind(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := refused.Load(); n > 0 {
-		t.Fatalf("%d of %d calls refused 503 by a server the client kept within its limit", n, total.Load())
+	if n, all := refused.Load(), total.Load(); n*100 > all {
+		t.Fatalf("%d of %d calls refused 503 by a server the client kept within its limit", n, all)
 	}
 }
 
