@@ -282,7 +282,7 @@ func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
 		return d.DialContext(ctx, "tcp", addr)
 	}
 	deadline := time.Now().Add(1500 * time.Millisecond)
-	var runs atomic.Int32
+	var runs, skipped atomic.Int32
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -291,7 +291,15 @@ func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
 				s.idle = 2 * time.Millisecond
 				c := &Client{cfg: ClientConfig{Self: "n1", Timeout: 5 * time.Second}, rt: s}
 				t0 := time.Now()
-				if _, _, err := c.Lookup(context.Background(), ln.Addr().String(), &LookupRequest{Key: "k"}); err != nil {
+				if _, _, err := c.Lookup(context.Background(), ln.Addr().String(), &LookupRequest{Key: "k"}); errors.Is(err, ErrNotSent) {
+					// A caller descheduled for 2 ms between its dial and
+					// its send (a second make test beside this one) finds
+					// its new connection idle, and so does its retry: not
+					// what this test is about, and never sent.
+					skipped.Add(1)
+					s.Close()
+					continue
+				} else if err != nil {
 					t.Errorf("first call: %v", err)
 				}
 				// The next connection keeps the usual idle time: on a loaded
@@ -307,7 +315,10 @@ func TestACallMadeAsTheIdleCloseFiresIsSentOnANewConnection(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d runs", runs.Load())
+	t.Logf("%d runs, %d skipped (first call not sent)", runs.Load(), skipped.Load())
+	if runs.Load() < 100 {
+		t.Fatalf("only %d runs got as far as the call at the idle close", runs.Load())
+	}
 }
 
 // slowConn takes a millisecond for every write and drops what it is given.
