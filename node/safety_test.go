@@ -358,7 +358,7 @@ func TestANearCopyInUseOutlivesItsTTLUntilAWrite(t *testing.T) {
 	t.Parallel()
 	u := newItemsUpstream()
 	u.vary = "Accept-Encoding"
-	const ttl = time.Second
+	const ttl = 2 * time.Second
 	c := newTestCluster(t, 3, withItems(t, u), func(_ int, cfg *config.Config) {
 		cfg.Cluster.NearCache.TTL = config.Duration(ttl)
 	})
@@ -370,7 +370,7 @@ func TestANearCopyInUseOutlivesItsTTLUntilAWrite(t *testing.T) {
 	forwards := func() float64 { return metrics.Counter(c.nodes[reader].Metrics().Forwarded, ownerName, "ok") }
 
 	near := 0
-	for end := time.Now().Add(6 * ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(5 * ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		a := c.get(reader, path, "Accept-Encoding", "gzip")
 		if a.status != 200 || !bytes.Contains(a.body, []byte("before the delete")) {
 			t.Fatalf("read: %d %s", a.status, a.body)
@@ -381,14 +381,15 @@ func TestANearCopyInUseOutlivesItsTTLUntilAWrite(t *testing.T) {
 	}
 	m := c.nodes[reader].Metrics()
 	renewed, changed := metrics.Counter(m.NearRenewals, "renewed"), metrics.Counter(m.NearRenewals, "changed")
-	// Without renewal: a forward every ttl, 6 or more. A round delayed on
-	// a loaded machine may let the copy lapse now and then, and a copy
+	// Without renewal: a forward every ttl, 5 or more. A round delayed
+	// past a quarter ttl on a loaded machine lets the copy lapse (once in
+	// 6 s at a 1 s ttl beside a second make test), and a copy
 	// that ended while its renewal was on the way counts as changed; an
 	// owner that never recognised the copies (a key made from other
 	// headers than its engine's) would answer every renewal "changed".
 	if f := forwards(); f > 3 || renewed == 0 || changed >= renewed || near == 0 {
 		t.Fatalf("%v forwards, %v renewed, %v changed, %d near-cache hits over %v of reads at a %v ttl; want at most 3 forwards, mostly renewed",
-			f, renewed, changed, near, 6*ttl, ttl)
+			f, renewed, changed, near, 5*ttl, ttl)
 	}
 
 	if a := send(c, writer, http.MethodDelete, path); a.status != http.StatusNoContent {
@@ -397,7 +398,7 @@ func TestANearCopyInUseOutlivesItsTTLUntilAWrite(t *testing.T) {
 	c.waitFor(10*time.Second, "the reader to take the invalidation", func() bool {
 		return metrics.Counter(c.nodes[reader].Metrics().Invalidations, "received", "ok") >= 1
 	})
-	for end := time.Now().Add(2 * ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(ttl); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if a := c.get(reader, path, "Accept-Encoding", "gzip"); bytes.Contains(a.body, []byte("before the delete")) {
 			t.Fatalf("the reader served the deleted item after the invalidation: %d Cache-Status=%q", a.status, a.header.Get("Cache-Status"))
 		}
