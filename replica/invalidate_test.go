@@ -105,7 +105,7 @@ func TestInvalidationRemovesTheURLEverywhereOnANode(t *testing.T) {
 	rg.cache.Set(get, answer(before, "old"))
 	rg.cache.Set(get+"\x00Accept-Language=x", answer(before, "old variant"))
 	rg.cache.Set(head, answer(write.Add(time.Second), "newer than the write"))
-	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second, Age: time.Second})
+	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second, Age: time.Second}, rg.clk.Now())
 	rg.r.keepForHandoff(ToWire(rkey, get, answer(before, "old")))
 
 	if _, err := rg.r.ServeInvalidate(context.Background(), invalidation(t, peer.Tombstone{RoutingKey: rkey,

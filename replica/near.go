@@ -2,7 +2,6 @@ package replica
 
 import (
 	"hash/maphash"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -144,7 +143,12 @@ func (n *nearCache) renewable(now time.Time) []*nearCopy {
 	// A Go map keeps the room of its largest size: after a burst of keys
 	// forwarded once (a crawl), it is rebuilt at its present size.
 	if n.peak > 1024 && len(n.copies) < n.peak/4 {
-		n.copies, n.peak = maps.Clone(n.copies), len(n.copies)
+		// Not maps.Clone: it copies the tables at their old size.
+		m := make(map[string]*nearCopy, len(n.copies))
+		for k, cp := range n.copies {
+			m[k] = cp
+		}
+		n.copies, n.peak = m, len(m)
 	}
 	return out
 }
@@ -220,7 +224,12 @@ func (n *nearCache) purge(scope string, at, until time.Time) int {
 	return removed
 }
 
-func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response) {
+// put keeps resp, the owner's answer to a forward sent at sent, whose
+// FreshFor the owner measured at some point after sent: the copy ends
+// ttl after sent at the latest, and no later than sent + FreshFor, so it
+// outlives neither the owner's word nor its freshness, however long the
+// way back took.
+func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response, sent time.Time) {
 	if !nearable(method, resp) {
 		return
 	}
@@ -231,7 +240,7 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 		return
 	}
 	now := n.now()
-	until := now.Add(min(n.ttl, resp.FreshFor))
+	until := sent.Add(min(n.ttl, resp.FreshFor))
 	k := nearKey(method, rkey)
 	window := func(e *store.Entry) *store.Entry {
 		e.FreshUntil, e.StaleUntil, e.ErrorUntil = until, until, until

@@ -43,14 +43,14 @@ func TestNearCacheFollowsTheEnginesVaryRule(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rkey := string(rune('a' + i))
-			near.put(http.MethodGet, rkey, tt.putWith, answer(tt.vary))
+			near.put(http.MethodGet, rkey, tt.putWith, answer(tt.vary), clk.Now())
 			_, ok := near.get(http.MethodGet, rkey, tt.getWith)
 			if ok != tt.hit {
 				t.Fatalf("near hit = %v, want %v", ok, tt.hit)
 			}
 		})
 	}
-	near.put(http.MethodGet, "ttl", en, answer("Accept-Language"))
+	near.put(http.MethodGet, "ttl", en, answer("Accept-Language"), clk.Now())
 	clk.Advance(time.Second)
 	if _, ok := near.get(http.MethodGet, "ttl", en); ok {
 		t.Fatal("near entry served past its ttl")

@@ -23,7 +23,7 @@ const otherRkey = "comments2\x00stories/1?\x00t=acme"
 func TestPurgeIsSentToEveryLiveMemberBeforeItReturns(t *testing.T) {
 	rg := newInvRig(t)
 	rg.tr.setDown("n3:80", true)
-	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second})
+	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second}, rg.clk.Now())
 	rg.r.keepForHandoff(ToWire(rkey, proxy.CachedKeys(rkey)[0], answer(rg.clk.Now().Add(-time.Second), "old")))
 	at := rg.clk.Now()
 	scope := proxy.RouteScope("comments")
@@ -60,7 +60,7 @@ func TestRoutePurgeRemovesTheRouteEverywhereOnANode(t *testing.T) {
 	rg.cache.Set(variant, answer(before, "old variant"))
 	rg.cache.Set(newer, answer(after, "newer than the purge"))
 	rg.cache.Set(other, answer(before, "another route"))
-	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second})
+	rg.r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Result: proxy.Miss, FreshFor: time.Second}, rg.clk.Now())
 	rg.r.keepForHandoff(ToWire(rkey, get, answer(before, "old")))
 	rg.r.keepForHandoff(ToWire(otherRkey, other, answer(before, "another route")))
 

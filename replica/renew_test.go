@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/levee/levee/internal/testutil"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/store"
 )
 
 // newRenewing is a non-owner n2 of owner n1 with a 1 s near-cache ttl on
@@ -208,7 +211,7 @@ func TestANearCopyOfAVariantIsRenewedUnderTheOwnersVariantKey(t *testing.T) {
 	want := proxy.VaryKey(pkey, vary, http.Header{"Accept-Language": {"en"}})
 	resp := &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language, Accept-Encoding"}}, Body: []byte("en"),
 		Result: proxy.Hit, FreshFor: time.Minute, Key: want, StoredAt: time.Unix(0, tr.stored)}
-	r.near.put(http.MethodGet, rkey, en, resp)
+	r.near.put(http.MethodGet, rkey, en, resp, clk.Now())
 	tick := 0
 	rounds(r, clk, 3*time.Second, func() {
 		if tick++; tick%4 == 0 && get(t, r, tr, rkey, en) {
@@ -236,13 +239,13 @@ func TestARenewalExtendsOnlyTheCopyItVouchedFor(t *testing.T) {
 	en := http.Header{"Accept-Language": {"en"}}
 	r.near.put(http.MethodGet, rkey, en, &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language"}},
 		Body: []byte("en"), Result: proxy.Hit, FreshFor: time.Minute,
-		Key: proxy.VaryKey(pkey, []string{"Accept-Language"}, en), StoredAt: clk.Now()})
+		Key: proxy.VaryKey(pkey, []string{"Accept-Language"}, en), StoredAt: clk.Now()}, clk.Now())
 	replaced := false
 	tr.renew = func(m *peer.Renew) ([]time.Duration, error) {
 		if !replaced { // the URL stopped varying: a new answer, fresh 100 ms more on its owner
 			replaced = true
 			r.near.put(http.MethodGet, rkey, http.Header{}, &proxy.Response{Status: 200, Header: http.Header{},
-				Body: []byte("new"), Result: proxy.Hit, FreshFor: 100 * time.Millisecond, Key: pkey, StoredAt: clk.Now()})
+				Body: []byte("new"), Result: proxy.Hit, FreshFor: 100 * time.Millisecond, Key: pkey, StoredAt: clk.Now()}, clk.Now())
 		}
 		return vouch(time.Minute)(m)
 	}
@@ -341,7 +344,8 @@ func TestCopiesNobodyServesAreForgotten(t *testing.T) {
 // however slow the way back, it does not outlive the owner's.
 func TestANearCopyEndsNoLaterThanItsOwnersFreshness(t *testing.T) {
 	const rkey = "api\x00/a?\x00t="
-	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	start := time.Unix(1_700_000_000, 0)
+	clk := testutil.NewClock(start)
 	tr := newFakeTransport()
 	tr.fresh = 500 * time.Millisecond
 	tr.onForward = func() { clk.Advance(200 * time.Millisecond) } // the owner answers 200 ms after the forward left
@@ -355,5 +359,57 @@ func TestANearCopyEndsNoLaterThanItsOwnersFreshness(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	if !get(t, r, tr, rkey, http.Header{}) {
 		t.Fatal("a copy was served at 0.55 s, past 0.5 s after the forward left")
+	}
+
+	// The ttl counts from the send too: fresh a minute on the owner, the
+	// copy of a forward sent at 1 s and answered at 1.2 s ends at 2 s.
+	tr.fresh = time.Minute
+	clk.Advance(start.Add(time.Second).Sub(clk.Now()))
+	tr.onForward = func() { clk.Advance(200 * time.Millisecond) }
+	r.near.c.Delete(nearKey(http.MethodGet, rkey))
+	if !get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("no forward at 1 s")
+	}
+	tr.onForward = nil
+	clk.Advance(start.Add(2100 * time.Millisecond).Sub(clk.Now()))
+	if !get(t, r, tr, rkey, http.Header{}) {
+		t.Fatal("a copy was served at 2.1 s, past the ttl after its forward left at 1 s")
+	}
+}
+
+// TestTheCopiesMapGivesBackItsRoom: after a burst of one-off keys, the
+// renewal state's map is rebuilt small, and the memory of its tables goes
+// back (a Go map keeps the room of its largest size; maps.Clone keeps it
+// too).
+func TestTheCopiesMapGivesBackItsRoom(t *testing.T) {
+	clk := testutil.NewClock(time.Unix(1_700_000_000, 0))
+	c, err := store.New(store.Config{MaxBytes: 1 << 20, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n := newNearCache(c, time.Second, clk.Now)
+	const burst = 200_000
+	cp := &nearCopy{}
+	for i := range burst {
+		n.copies["api\x00GET\x00/"+strconv.Itoa(i)] = cp
+	}
+	n.peak = burst
+	for k := range n.copies {
+		delete(n.copies, k)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	n.renewable(clk.Now())
+	if freed := int64(before) - int64(heap()); freed < 2<<20 {
+		t.Fatalf("the rebuild gave back %d bytes of a map that held %d keys", freed, burst)
+	}
+	if n.peak != 0 {
+		t.Fatalf("peak %d after the rebuild of an empty map", n.peak)
 	}
 }

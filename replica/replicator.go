@@ -142,12 +142,12 @@ func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.R
 	}
 	r.obs.ForwardOutcome(node, "ok")
 	resp := responseOf(fr)
+	if r.near != nil {
+		r.nearAfter(req.Method, key, req.Header, resp, sent)
+	}
 	// The owner measured FreshFor as it answered, after sent: counted
 	// from sent, the answer is fresh here no longer than there.
-	resp.FreshFor = max(resp.FreshFor-r.cfg.Now().Sub(sent), 0)
-	if r.near != nil {
-		r.nearAfter(req.Method, key, req.Header, resp)
-	}
+	resp.FreshFor = max(resp.FreshFor-max(r.cfg.Now().Sub(sent), 0), 0)
 	return resp, nil
 }
 
@@ -239,13 +239,13 @@ func forwardFailure(err error) string {
 // answer is kept; a write the owner may have applied drops the URL here at
 // once, so this node's next read does not wait for the owner's
 // invalidation to arrive.
-func (r *Replicator) nearAfter(method, key string, h http.Header, resp *proxy.Response) {
+func (r *Replicator) nearAfter(method, key string, h http.Header, resp *proxy.Response, sent time.Time) {
 	if method != http.MethodGet && method != http.MethodHead && resp.Status < 400 {
 		now := r.cfg.Now()
 		r.near.invalidate(key, now, now.Add(r.cfg.NearCacheTTL))
 		return
 	}
-	r.near.put(method, key, h, resp)
+	r.near.put(method, key, h, resp, sent)
 }
 
 // OnStore is the engine's proxy.Config.OnStore: it queues a new or renewed
