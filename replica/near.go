@@ -136,9 +136,7 @@ func (n *nearCache) renewable(now time.Time) []*nearCopy {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, cp := range gone {
-		if n.copies[cp.variant] == cp {
-			delete(n.copies, cp.variant)
-		}
+		n.forgetLocked(cp)
 	}
 	// A Go map keeps the room of its largest size: after a burst of keys
 	// forwarded once (a crawl), it is rebuilt at its present size.
@@ -157,6 +155,11 @@ func (n *nearCache) renewable(now time.Time) []*nearCopy {
 func (n *nearCache) forget(cp *nearCopy) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.forgetLocked(cp)
+}
+
+// forgetLocked forgets cp unless a later put replaced it.
+func (n *nearCache) forgetLocked(cp *nearCopy) {
 	if n.copies[cp.variant] == cp {
 		delete(n.copies, cp.variant)
 	}

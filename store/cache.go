@@ -154,7 +154,7 @@ func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Entry]) {
 // key above it) is not returned. Callers must not mutate the entry.
 func (c *Cache) Get(key string) (*Entry, bool) {
 	e, ok := c.otter.GetIfPresent(key)
-	if ok && c.tombs.held() && c.tombs.shadows(key, e.StoredAt, c.now()) {
+	if ok && c.Shadowed(key, e.StoredAt) {
 		// Left in place, not deleted: a newer entry may replace it
 		// concurrently, and it dies at its own DeadAt anyway.
 		return nil, false
@@ -166,7 +166,7 @@ func (c *Cache) Get(key string) (*Entry, bool) {
 // real hits (housekeeping looks through it).
 func (c *Cache) Peek(key string) (*Entry, bool) {
 	oe, ok := c.otter.GetEntryQuietly(key)
-	if !ok || c.tombs.held() && c.tombs.shadows(key, oe.Value.StoredAt, c.now()) {
+	if !ok || c.Shadowed(key, oe.Value.StoredAt) {
 		return nil, false
 	}
 	return oe.Value, true
@@ -185,7 +185,7 @@ func (c *Cache) Set(key string, e *Entry) {
 		c.otter.Invalidate(key)
 		return
 	}
-	if c.tombs.held() && c.tombs.shadows(key, e.StoredAt, c.now()) {
+	if c.Shadowed(key, e.StoredAt) {
 		return
 	}
 	c.otter.Set(key, packed(e))
@@ -209,7 +209,7 @@ func (c *Cache) storable(key string, e *Entry) bool {
 func (c *Cache) Prolong(key string, stored, until time.Time) bool {
 	held := false
 	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
-		if !old.StoredAt.Equal(stored) || c.tombs.held() && c.tombs.shadows(key, stored, c.now()) {
+		if !old.StoredAt.Equal(stored) || c.Shadowed(key, stored) {
 			return old, otter.CancelOp
 		}
 		held = true
@@ -272,7 +272,8 @@ func (c *Cache) Tombstone(key string) (time.Time, bool) {
 // Shadowed reports whether an entry stored at stored under key predates a
 // live tombstone, so that it must be neither served nor stored.
 func (c *Cache) Shadowed(key string, stored time.Time) bool {
-	return c.tombs.shadows(key, stored, c.now())
+	// Without a tombstone held, not even the clock is read: every Get asks.
+	return c.tombs.held() && c.tombs.shadows(key, stored, c.now())
 }
 
 // All yields every entry that is not Dead, with its key, in no particular
