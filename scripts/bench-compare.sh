@@ -8,6 +8,12 @@
 #   levee     one Levee node of this checkout
 #   cluster   three Levee nodes of this checkout, requests through node 1
 #             (the cold burst: spread over the three)
+# and, only when named in SERVERS, two more constant servers like the
+# ceiling, on Go servers that are not net/http (bench/frontends, its own
+# module; built only then):
+#   fasthttp  valyala/fasthttp: a goroutine per connection, no allocation
+#   gnet      panjf2000/gnet: one epoll event loop, as nginx; no HTTP
+#             parser (counts request heads), so a floor, not a server
 # each in front of one demo upstream whose answers say
 # `Cache-Control: public, max-age=600` (all four caches keep them 10 min)
 # and are about 1 KiB (bench/compare/doc.go says how). Cases:
@@ -59,6 +65,7 @@ COLD_LATENCY=${COLD_LATENCY:-100ms} # the upstream's answer time for cold keys
 CPU_SERVER=${CPU_SERVER:-0} # the server under test, all its processes
 CPU_LOAD=${CPU_LOAD:-1}     # wrk, bench/compare and the demo upstream
 VARNISH_PARAMS=${VARNISH_PARAMS:-} # more varnishd flags, e.g. "-p thread_pools=1"
+FRONT_PORT=${FRONT_PORT:-19120}   # fasthttp and gnet
 UP_PORT=${UP_PORT:-19100}
 CEILING_PORT=${CEILING_PORT:-19101}
 NGINX_PORT=${NGINX_PORT:-19102}
@@ -117,6 +124,9 @@ build() {
   CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/ceiling" ./bench/ceiling
   go build -o "$WORK/bin/compare" ./bench/compare
   go build -o "$WORK/bin/storm" ./bench/storm
+  if [[ " $SERVERS " == *" fasthttp "* || " $SERVERS " == *" gnet "* ]]; then
+    (cd bench/frontends && CGO_ENABLED=0 go build -trimpath -o "$WORK/bin/frontends" .)
+  fi
 }
 
 # start_on CPU LOG CMD...: CMD in the background, pinned to CPU, output
@@ -282,6 +292,19 @@ start_levee() {
   "$WORK/bin/storm" wait -members 1 -targets "$targets"
 }
 
+start_fasthttp() { start_frontend "$1" fasthttp; }
+start_gnet() { start_frontend "$1" gnet; }
+start_frontend() {
+  start_on "$CPU_SERVER" "$1/$2.log" "$WORK/bin/frontends" -server "$2" \
+    -listen "127.0.0.1:$FRONT_PORT" -from "$UPSTREAM$HOT"
+  targets=http://127.0.0.1:$FRONT_PORT
+  "$WORK/bin/storm" wait -targets "$targets"
+}
+
+# constant SERVER: whether SERVER answers one constant hit (no cache, no
+# upstream): the ceiling and the frontends.
+constant() { [[ $1 == ceiling || $1 == fasthttp || $1 == gnet ]]; }
+
 # start_cluster DIR: three nodes, all on CPU_SERVER, ready with a Raft
 # leader; sets targets (node 1 first). (Not run in $(...): the pids must
 # reach this shell.)
@@ -299,7 +322,7 @@ start_cluster() {
 
 # wrk_row CASE SERVER ROUND DIR URL [WRK FLAGS...]: a warm-up, then one
 # pinned wrk run, parsed into a row of $RESULTS with the upstream's calls
-# during it (not for the ceiling, which has no upstream).
+# during it (not for a constant server, which has no upstream).
 wrk_row() {
   local case=$1 server=$2 round=$3 dir=$4 url=$5 count=() warmup=$WARMUP
   shift 5
@@ -307,7 +330,7 @@ wrk_row() {
   if [[ $warmup != 0 ]]; then
     taskset -c "$CPU_LOAD" wrk -t1 -c"$CONNS" -d"$warmup" "$@" "$url" >"$dir/wrk-warmup.txt"
   fi
-  if [[ $server != ceiling ]]; then
+  if ! constant "$server"; then
     curl -fsS -XPOST "$UPSTREAM/-/stats/reset" >/dev/null
     count=(-upstream "$UPSTREAM")
   fi
@@ -323,11 +346,11 @@ measure() {
   base=${targets%%,*} # node 1 of the cluster
   case $case in
   hot)
-    [[ $server == ceiling ]] || taskset -c "$CPU_LOAD" "$WORK/bin/compare" warm -base "$base" -keys 1
+    constant "$server" || taskset -c "$CPU_LOAD" "$WORK/bin/compare" warm -base "$base" -keys 1
     wrk_row hot "$server" "$round" "$dir" "$base$HOT"
     ;;
   10k)
-    [[ $server == ceiling ]] || taskset -c "$CPU_LOAD" "$WORK/bin/compare" warm -base "$base" -keys "$KEYS" -c "$CONNS"
+    constant "$server" || taskset -c "$CPU_LOAD" "$WORK/bin/compare" warm -base "$base" -keys "$KEYS" -c "$CONNS"
     wrk_row 10k "$server" "$round" "$dir" "$base" -s "$WORK/keys.lua"
     ;;
   cold)
@@ -372,7 +395,7 @@ start_upstream
 for round in $(seq 1 "$ROUNDS"); do
   for case in $CASES; do
     for server in $(rotated "$round"); do
-      [[ $case == cold && $server == ceiling ]] && continue # nothing to coalesce
+      [[ $case == cold ]] && constant "$server" && continue # nothing to coalesce
       measure "$round" "$case" "$server"
     done
   done

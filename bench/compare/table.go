@@ -12,13 +12,15 @@ import (
 // The servers and cases in table order, with their labels. A server or
 // case the table does not know is listed after these under its own name.
 var (
-	serverOrder = []string{"ceiling", "nginx", "varnish", "levee", "cluster"}
+	serverOrder = []string{"ceiling", "fasthttp", "gnet", "nginx", "varnish", "levee", "cluster"}
 	serverLabel = map[string]string{
-		"ceiling": "bare Go net/http (ceiling)",
-		"nginx":   "nginx proxy_cache",
-		"varnish": "Varnish",
-		"levee":   "Levee, single node",
-		"cluster": "Levee, 3 nodes (via one)",
+		"ceiling":  "bare Go net/http (ceiling)",
+		"fasthttp": "bare Go fasthttp (bench/frontends)",
+		"gnet":     "bare Go gnet event loop (bench/frontends)",
+		"nginx":    "nginx proxy_cache",
+		"varnish":  "Varnish",
+		"levee":    "Levee, single node",
+		"cluster":  "Levee, 3 nodes (via one)",
 	}
 	caseOrder = []string{"hot", "10k", "cold"}
 	caseLabel = map[string]string{
