@@ -209,7 +209,7 @@ func relayed(e *peer.RemoteError) problemKind {
 // detailOf is the detail shown for err, an error of kind k.
 func (k problemKind) detailOf(err error) string {
 	if k.echo && !foreign(err) {
-		return scrub(err.Error())
+		return truncated(scrub(err.Error()))
 	}
 	return scrub(k.detail)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // The patterns scrub uses; compiled once, never changed.
@@ -50,10 +51,17 @@ func scrub(s string) string {
 // that ends a sentence or an error's "addr: cause", it is an address. The
 // punctuation is dropped one character at a time: "::" may end an IPv6
 // address, and ":" follow it.
+//
+// Only the last few characters are tried, and only in a token no longer
+// than an address can be: a client's path is echoed in a 404's detail, and
+// trying every prefix of "xxx…x.…." would cost the square of its length.
 func scrubToken(tok string) string {
 	lead := len(tok) - len(strings.TrimLeft(tok, ".-"))
 	body := tok[lead:]
-	for core := body; core != ""; core = core[:len(core)-1] {
+	if len(body) > maxAddressLen+maxTrailingTrim {
+		return tok
+	}
+	for i, core := 0, body; core != "" && i <= maxTrailingTrim; i, core = i+1, core[:len(core)-1] {
 		if isAddress(core) {
 			return tok[:lead] + "[address]" + body[len(core):]
 		}
@@ -62,6 +70,32 @@ func scrubToken(tok string) string {
 		}
 	}
 	return tok
+}
+
+const (
+	// maxAddressLen is the longest address isAddress accepts in practice:
+	// a 253-byte DNS name and ":65535"; an IPv6 address with its zone,
+	// brackets and port is shorter.
+	maxAddressLen = 253 + len(":65535")
+	// maxTrailingTrim is how much punctuation scrubToken strips from a
+	// token's end: "::" then ":" at most, and a sentence's ".".
+	maxTrailingTrim = 4
+	// maxDetail caps an echoed detail (detailOf): the rest of a 1 MiB
+	// path is not worth sending back.
+	maxDetail = 512
+)
+
+// truncated is s cut to at most maxDetail bytes, on a UTF-8 boundary, "…"
+// marking the cut.
+func truncated(s string) string {
+	if len(s) <= maxDetail {
+		return s
+	}
+	cut := maxDetail - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // isAddress reports whether s is an IP address, an IP address and port,

@@ -1,10 +1,15 @@
 package api
 
 import (
+	"errors"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 )
 
 func TestScrub(t *testing.T) {
@@ -55,4 +60,61 @@ func FuzzScrubHidesAddresses(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestScrubTriesOnlyAnAddressLengthToken: what scrub does not try to read
+// as an address (a token longer than any, punctuation beyond the last
+// few) stays as it is; what it tries still goes.
+func TestScrubTriesOnlyAnAddressLengthToken(t *testing.T) {
+	long := strings.Repeat("a", maxAddressLen+maxTrailingTrim) + ":80"
+	tests := []struct{ name, in, want string }{
+		{"a host and port ending a sentence", "db.internal:5432.", "[address]."},
+		{"three colons after an IPv6 address", "fe80::1:::", "[address]:::"},
+		{"a name longer than any address", long, long},
+		{"punctuation past the last few", "db.internal:5432.....", "db.internal:5432....."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := scrub(tt.in); got != tt.want {
+				t.Fatalf("scrub(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAHugePathsNotFoundIsCheapAndShort: a 404 echoes the path it found
+// no route for. Through a real listener, a 256 KiB path made to cost the
+// square of its length (one run of a token's characters, then one of
+// dots: each dot was stripped and the rest read again, minutes of CPU
+// near the 1 MiB header limit) is answered at once, its detail cut to
+// maxDetail bytes.
+func TestAHugePathsNotFoundIsCheapAndShort(t *testing.T) {
+	s := newTestServer(t, &fakeEngine{}, nil)
+	base := "http://" + listenFor(t, s, ListenConfig{})
+	path := "/" + strings.Repeat("x", 128<<10) + strings.Repeat(".", 128<<10)
+	// Generous: the linear scrub takes milliseconds; the quadratic one
+	// took 6 s for half this path on this machine.
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Get(base + path)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		t.Fatalf("GET the long path: %v", ue.Err) // not the 256 KiB URL
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := checkProblem(t, resp.StatusCode, resp.Header, resp.Body, http.StatusNotFound)
+	if len(p.Detail) > maxDetail || !strings.HasSuffix(p.Detail, "…") {
+		t.Fatalf("detail is %d bytes (max %d), ends %q", len(p.Detail), maxDetail, p.Detail[max(len(p.Detail)-8, 0):])
+	}
+}
+
+func TestTruncatedCutsOnARuneBoundary(t *testing.T) {
+	s := strings.Repeat("é", maxDetail) // 2 bytes each
+	got := truncated(s)
+	if len(got) > maxDetail || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Fatalf("truncated: %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if short := "no route"; truncated(short) != short {
+		t.Fatalf("truncated(%q) = %q", short, truncated(short))
+	}
 }
