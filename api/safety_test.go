@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"io"
 	"net/http"
@@ -128,6 +129,37 @@ func TestHTTPStaleRefreshCarriesNoCallerCredentials(t *testing.T) {
 		if v := refresh.Get(h); v != "" {
 			t.Errorf("refresh of a shared entry sent %s: %q", h, v)
 		}
+	}
+}
+
+// TestHTTPAVariantOfACookieIsNeverRenewedForOthers: an answer with Vary:
+// Cookie is one caller's page. Its refresh would run without the cookie,
+// and a 304 to its Last-Modified (the same for every user) would renew
+// that page for callers without one: it is not refreshed at all.
+func TestHTTPAVariantOfACookieIsNeverRenewedForOthers(t *testing.T) {
+	st := newStack(t)
+	const lm = "Mon, 01 Jan 2024 00:00:00 GMT"
+	st.up.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=15")
+		w.Header().Set("Vary", "Cookie")
+		w.Header().Set("Last-Modified", lm)
+		if r.Header.Get("If-Modified-Since") == lm {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write([]byte("page for " + cmp.Or(r.Header.Get("Cookie"), "nobody")))
+	})
+	st.get(t, "/open/s/1", "Cookie", "alice")
+	st.clock.Advance(16 * time.Second)
+	if resp, body := st.get(t, "/open/s/1", "Cookie", "alice"); resp.Header.Get("X-Cache") != "STALE" || body != "page for alice" {
+		t.Fatalf("X-Cache %q, body %q: want alice's page, STALE", resp.Header.Get("X-Cache"), body)
+	}
+	time.Sleep(200 * time.Millisecond) // a refresh, were one started, is done
+	if n := len(st.up.requests()); n != 1 {
+		t.Errorf("upstream calls = %d, want 1 (no refresh without the cookie)", n)
+	}
+	if _, body := st.get(t, "/open/s/1"); body != "page for nobody" {
+		t.Fatalf("a caller without a cookie got %q", body)
 	}
 }
 

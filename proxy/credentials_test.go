@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -113,6 +114,52 @@ func TestStaleRefreshRunsWithoutUnkeyedCredentials(t *testing.T) {
 					if got := sent.Get(h) != ""; got != want {
 						t.Errorf("refresh carried %s = %v, want %v", h, got, want)
 					}
+				}
+			})
+		})
+	}
+}
+
+// TestAVariantOfACredentialIsNotRefreshedWithoutIt: an answer that varies
+// on a credential (Vary: Cookie, Vary: Authorization) is one caller's. A
+// refresh runs without the caller's credentials, so its answer would be
+// another variant's: a 304 to the stored validators (Last-Modified is the
+// same for every user) renewed the caller's page and stored it where a
+// caller without the credential found it. Such an entry is not refreshed:
+// it runs out its stale window and is fetched again with its own caller's
+// headers.
+func TestAVariantOfACredentialIsNotRefreshedWithoutIt(t *testing.T) {
+	const lm = "Mon, 01 Jan 2024 00:00:00 GMT"
+	for _, vary := range []string{"Cookie", "Authorization", "Accept, Cookie"} {
+		t.Run(vary, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.up.set(func(r *http.Request) (*http.Response, error) {
+					h := http.Header{"Cache-Control": {"public, max-age=15"}, "Vary": {vary}, "Last-Modified": {lm}}
+					if r.Header.Get("If-Modified-Since") == lm {
+						return &http.Response{StatusCode: http.StatusNotModified, Header: h, Body: http.NoBody, Request: r}, nil
+					}
+					body := "anonymous page"
+					if c := r.Header.Get("Cookie") + r.Header.Get("Authorization"); c != "" {
+						body = "page for " + c
+					}
+					return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+				})
+				alice := func() *Request { return get("stories/1", "Cookie", "alice", "Authorization", "alice") }
+				wantResult(t, rg.serve(t, alice()), Miss, "page for alicealice")
+				time.Sleep(16 * time.Second)
+				wantResult(t, rg.serve(t, alice()), Stale, "page for alicealice")
+				synctest.Wait()
+				if n := rg.calls(); n != 1 {
+					t.Errorf("upstream calls = %d, want 1: no refresh without the credential", n)
+				}
+				if resp := rg.serve(t, get("stories/1")); strings.Contains(string(resp.Body), "alice") {
+					t.Fatalf("a caller without the credential got %s %q", resp.Result, resp.Body)
+				}
+				// Past its stale window, the caller's own fetch renews it.
+				time.Sleep(time.Hour)
+				if resp := rg.serve(t, alice()); resp.Result == Stale || resp.Result == Hit {
+					t.Fatalf("past its windows: %s %q", resp.Result, resp.Body)
 				}
 			})
 		})

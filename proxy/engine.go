@@ -310,6 +310,15 @@ func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	// The entry is shared by every caller of the key: refresh it with no
 	// credential the key does not hold, never this caller's.
 	rc.Header = withoutUnkeyedCredentials(rt, r.Header)
+	if names, star := VaryNames(old.Header); star || !sameVary(names, r.Header, rc.Header) {
+		// The entry is the variant of a credential the refresh does not
+		// send (Vary: Cookie, Authorization, ...): the refresh's answer,
+		// a 304 above all, would be another variant's, and renewing this
+		// one with it would serve this caller's page to the callers
+		// without the credential. No refresh then: the entry runs out its
+		// stale window and is fetched again with its caller's own headers.
+		return
+	}
 	fkey := flightKey(rt, pkey, rc.Header)
 	e.flights.Start(fkey, func(ctx context.Context) (*flight, error) {
 		f, err := e.fetch(ctx, rt, &rc, pkey, old)
