@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/levee/levee/store"
@@ -23,7 +24,7 @@ func (e *Engine) lookup(pkey string, h http.Header) (string, *store.Entry) {
 	}
 	key := VaryKey(pkey, ent.Header.Values("Vary"), h)
 	v, ok := e.cfg.Cache.Get(key)
-	if !ok || v.Status == 0 {
+	if !ok || v.Status == 0 || v.StoredAt.Before(markerSince(ent)) {
 		return key, nil
 	}
 	return key, v
@@ -51,7 +52,7 @@ func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *sto
 	// replication hooks run after both: a reader must never find a marker
 	// whose variant is not there yet, or it would start a second fetch.
 	key := VaryKey(pkey, vary, r.Header)
-	marker := varyMarker(vary, ent)
+	marker := varyMarker(vary, ent, e.variantsSince(pkey, ent))
 	e.cfg.Cache.Set(key, ent)
 	e.cfg.Cache.Set(pkey, marker)
 	e.onStore(rkey, key, ent)
@@ -83,14 +84,16 @@ func (e *Engine) Lookup(pkey string, h http.Header) (string, *store.Entry) {
 // non-owner renews its near-cached copies with it (replica, Renew).
 func (e *Engine) Current(pkey, key string, stored time.Time) time.Duration {
 	now := e.cfg.Now()
+	var since time.Time
 	if key != pkey {
 		m, ok := e.cfg.Cache.Get(pkey)
 		if !ok || m.Status != 0 || !varyKeyNames(key, pkey, m.Header.Values("Vary")) {
 			return 0
 		}
+		since = markerSince(m)
 	}
 	ent, ok := e.cfg.Cache.Get(key)
-	if !ok || ent.Status == 0 || !ent.StoredAt.Equal(stored) || ent.Freshness(now) != store.Fresh {
+	if !ok || ent.Status == 0 || !ent.StoredAt.Equal(stored) || ent.StoredAt.Before(since) || ent.Freshness(now) != store.Fresh {
 		return 0
 	}
 	return freshFor(ent, now)
@@ -108,9 +111,52 @@ func (e *Engine) Put(key string, ent *store.Entry) bool {
 }
 
 // varyMarker is the entry stored under a primary key when the answer varies:
-// Status 0, the varied header names, and the variant's windows, so it lives
-// exactly as long as the variant it points to.
-func varyMarker(vary []string, ent *store.Entry) *store.Entry {
-	return &store.Entry{Header: http.Header{"Vary": vary}, StoredAt: ent.StoredAt,
+// Status 0, the varied header names, the variant's windows, so it lives
+// exactly as long as the variant it points to, and since (see
+// variantsSince; zero: none).
+func varyMarker(vary []string, ent *store.Entry, since time.Time) *store.Entry {
+	h := http.Header{"Vary": vary}
+	if !since.IsZero() {
+		h[sinceField] = []string{strconv.FormatInt(since.UnixNano(), 10)}
+	}
+	return &store.Entry{Header: h, StoredAt: ent.StoredAt,
 		FreshUntil: ent.FreshUntil, StaleUntil: ent.StaleUntil, ErrorUntil: ent.ErrorUntil}
+}
+
+// sinceField is a Vary marker's own header (a marker is never an answer,
+// so it is never sent to a client): the earliest store time of the
+// variants the marker leads to. Older variants are not answers through it.
+//
+// A write removes a URL's marker and hides its variants with a tombstone,
+// but only the marker's windows are known then, and a variant can outlive
+// them (an answer for one language kept an hour, then one for another kept
+// ten seconds, whose windows the marker took; or a marker evicted on its
+// own). Without since, the next marker laid after the tombstone ended led
+// to the variant from before the write again. The marker travels whole
+// (replicas, hand-off, the cache file), so every node reads the same since.
+const sinceField = "Levee-Variants-Since"
+
+// markerSince is marker m's since: zero when it has none (a marker from a
+// release before it, or unreadable), when every variant is reachable.
+func markerSince(m *store.Entry) time.Time {
+	v := m.Header[sinceField]
+	if len(v) != 1 {
+		return time.Time{}
+	}
+	n, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// variantsSince is the since of a new marker for pkey laid with variant
+// ent: the current marker's, so that the variants it leads to stay
+// reachable; with no marker (none yet, removed by a write, or evicted),
+// ent's own store time, so that no variant stored before it is.
+func (e *Engine) variantsSince(pkey string, ent *store.Entry) time.Time {
+	if cur, ok := e.cfg.Cache.Get(pkey); ok && cur.Status == 0 {
+		return markerSince(cur)
+	}
+	return ent.StoredAt
 }

@@ -125,3 +125,67 @@ func TestCachedKeysAreTheEnginesKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestAVariantFromBeforeAWriteNeverComesBack: a write removes its URL's
+// Vary marker and hides the variants under it for as long as its
+// tombstone lasts, sized by what the marker says. A variant can outlive
+// that: the marker took a shorter-lived variant's windows, or it was
+// evicted before the write. Once the tombstone ended, the next marker led
+// to the variant from before the write again. Variants older than the
+// marker's since are no answer; those stored under the marker are.
+func TestAVariantFromBeforeAWriteNeverComesBack(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(rg *rig)
+	}{
+		{"a shorter-lived variant gave the marker its windows", func(rg *rig) {
+			rg.up.set(reply(200, "fr before write", "Cache-Control", "max-age=10", "Vary", "X-Lang"))
+			wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "fr")), Miss, "fr before write")
+		}},
+		{"the marker was evicted", func(rg *rig) {
+			rg.cache.Delete(primaryKey(testRoute(), get("stories/1")))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.up.set(reply(200, "en before write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "en")), Miss, "en before write")
+				tc.setup(rg)
+				rg.up.set(reply(200, "ok"))
+				post := get("stories/1")
+				post.Method = http.MethodPost
+				rg.serve(t, post)
+				time.Sleep(11 * time.Minute) // past the tombstone
+				rg.up.set(reply(200, "after write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "fr")), Miss, "after write") // a new marker
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "en")), Miss, "after write")
+				// Variants stored under the marker stay answers.
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "fr")), Hit, "after write")
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "en")), Hit, "after write")
+			})
+		})
+	}
+}
+
+func TestMarkerSinceReadsOnlyItsOwnField(t *testing.T) {
+	at := time.Unix(1700000000, 5)
+	cases := []struct {
+		name   string
+		header http.Header
+		want   time.Time
+	}{
+		{"laid by this release", varyMarker([]string{"X-Lang"}, &store.Entry{}, at).Header, at},
+		{"none: a marker from an older release", http.Header{"Vary": {"X-Lang"}}, time.Time{}},
+		{"unreadable", http.Header{"Vary": {"X-Lang"}, sinceField: {"soon"}}, time.Time{}},
+		{"two values", http.Header{"Vary": {"X-Lang"}, sinceField: {"1", "2"}}, time.Time{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := markerSince(&store.Entry{Header: tc.header}); !got.Equal(tc.want) {
+				t.Fatalf("markerSince = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
