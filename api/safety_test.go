@@ -163,6 +163,28 @@ func TestHTTPAVariantOfACookieIsNeverRenewedForOthers(t *testing.T) {
 	}
 }
 
+// TestHTTPAVariantFromBeforeAWriteNeverComesBack: the English variant,
+// kept an hour, outlives the write's tombstone (sized by the French
+// variant's ten seconds, which its marker took); after the tombstone, the
+// URL's next variant must not lead back to it.
+func TestHTTPAVariantFromBeforeAWriteNeverComesBack(t *testing.T) {
+	st := newStack(t)
+	st.up.set(answer("en before write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+	st.get(t, "/open/s/1", "X-Lang", "en")
+	st.up.set(answer("fr before write", "Cache-Control", "max-age=10", "Vary", "X-Lang"))
+	st.get(t, "/open/s/1", "X-Lang", "fr")
+	st.up.set(answer("written"))
+	if resp, body := st.do(t, http.MethodPost, "/open/s/1", strings.NewReader("{}")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST: %d %s", resp.StatusCode, body)
+	}
+	st.clock.Advance(11 * time.Minute) // past the tombstone
+	st.up.set(answer("after write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+	st.get(t, "/open/s/1", "X-Lang", "fr")
+	if _, body := st.get(t, "/open/s/1", "X-Lang", "en"); body != "after write" {
+		t.Fatalf("after the write, the English reader got %q", body)
+	}
+}
+
 func TestHTTPUpstreamSeesOnlyLeveesForwardingAndNoOverrides(t *testing.T) {
 	st := newStack(t)
 	st.get(t, "/open/s/1",
