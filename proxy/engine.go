@@ -342,11 +342,14 @@ func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 // may be stored. old, when set, supplies validators for a conditional
 // request and is renewed by a 304.
 func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (*flight, error) {
-	resp, err := e.call(ctx, rt, r, old)
+	resp, began, err := e.call(ctx, rt, r, old)
 	if err != nil {
 		return nil, err
 	}
-	now := e.cfg.Now()
+	// Stored as of when its read began (see fencedDo): its age counts the
+	// time the answer took to come, as RFC 9111 §4.2.3's corrected age
+	// does, and its windows start there.
+	now := began
 	if resp.Status == http.StatusNotModified && old != nil {
 		return e.renew(rt, r, pkey, old, resp, now), nil
 	}
@@ -371,9 +374,9 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 
 // call runs the logical call under the breaker: one ticket, one report,
 // judged on the upstream's account (see callTraced in guarded.go).
-func (e *Engine) call(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, error) {
-	resp, _, err := e.callTraced(ctx, rt, r, old)
-	return resp, err
+func (e *Engine) call(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, time.Time, error) {
+	resp, _, began, err := e.callTraced(ctx, rt, r, old)
+	return resp, began, err
 }
 
 // renew applies a 304 to the stored entry (RFC 9111 §4.3.4).
@@ -398,7 +401,7 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 // unsafe method the upstream may have applied (a success, or no final
 // answer) invalidates its URL's cached answers cluster-wide (invalidate.go).
 func (e *Engine) pass(ctx context.Context, rt *Route, r *Request) (*Response, error) {
-	resp, tr, err := e.callTraced(ctx, rt, r, nil)
+	resp, tr, _, err := e.callTraced(ctx, rt, r, nil)
 	if !safeMethod(r.Method) && mayHaveWritten(resp, tr, err) {
 		e.invalidate(rt, r)
 	}

@@ -15,13 +15,14 @@ import (
 // and a read that a write overtook (rule 8).
 
 // callTraced runs the logical call under the breaker: one ticket, one
-// report, with what the call did at the upstream (upstream.Trace).
-func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, error) {
+// report, with what the call did at the upstream (upstream.Trace) and when
+// the read that answered began (see fencedDo).
+func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, time.Time, error) {
 	done, err := e.cfg.Breaker.Allow(ctx, rt.Name, rt.Breaker)
 	if err != nil {
-		return nil, upstream.Trace{}, err
+		return nil, upstream.Trace{}, time.Time{}, err
 	}
-	resp, tr, err := e.fencedDo(ctx, rt, r, old)
+	resp, tr, began, err := e.fencedDo(ctx, rt, r, old)
 	failed, out, traced := verdict(resp, err, tr)
 	rctx := context.WithoutCancel(ctx)
 	if traced {
@@ -30,7 +31,7 @@ func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *sto
 	if derr := done(rctx, failed); derr != nil {
 		e.cfg.Logger.Warn("breaker report failed", "route", rt.Name, "err", derr)
 	}
-	return resp, tr, err
+	return resp, tr, began, err
 }
 
 // verdict judges a logical call for the breaker. failed is what the call
@@ -57,18 +58,25 @@ func verdict(resp *upstream.Response, err error, tr upstream.Trace) (failed bool
 // what is left of its attempts, so the answer stored (and given) follows
 // the write. With none left, the call fails rather than store the old
 // answer.
-func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, error) {
+//
+// A write made on another node (a queued job runs on the Raft leader)
+// reaches this one later than it completed: its tombstone may arrive after
+// the read's answer. So the answer is stored as of when its read began
+// (began, what fetch stores it at), not when it arrived: a tombstone that
+// comes late still covers it, since the write completed after that.
+func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, time.Time, error) {
 	began := e.cfg.Now()
 	resp, tr, err := e.do(ctx, rt, r, old)
 	if err != nil || !cacheable(r.Method) || !e.overtaken(rt, r, began) {
-		return resp, tr, err
+		return resp, tr, began, err
 	}
 	if tr.Left <= 0 {
-		return nil, tr, fmt.Errorf("%w: a write to this URL completed while it was read, and no attempt is left to read it again",
+		return nil, tr, began, fmt.Errorf("%w: a write to this URL completed while it was read, and no attempt is left to read it again",
 			upstream.ErrNoAttempts)
 	}
+	began = e.cfg.Now()
 	resp, again, err := e.do(upstream.WithAttemptsLeft(ctx, tr.Left), rt, r, old)
-	return resp, tr.Then(again), err
+	return resp, tr.Then(again), began, err
 }
 
 // do sends one logical call, traced.

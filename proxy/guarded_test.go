@@ -167,3 +167,55 @@ func TestReadOvertakenByAWriteIsReadAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestAReadIsStoredAsOfWhenItBegan: a write made on another node (a queued
+// job runs on the Raft leader) completes while a read here is in flight,
+// and its tombstone arrives only after the read's answer was stored. The
+// answer, which may predate the write, must still fall under the
+// tombstone: it is stored as of when its read began, not when it came.
+// An answer whose read began after the write is kept.
+func TestAReadIsStoredAsOfWhenItBegan(t *testing.T) {
+	tests := []struct {
+		name      string
+		writeAt   time.Duration // after the read began
+		wantFetch bool          // the next read must go upstream
+	}{
+		{"a write while the read was in flight", time.Millisecond, true},
+		{"a write before the read began", -time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rg := newRig(t, rt)
+				rg.up.set(reply(200, "before-write"))
+				began := time.Now()
+				if tt.writeAt < 0 {
+					time.Sleep(-tt.writeAt) // the read begins after the write
+					began = began.Add(-tt.writeAt)
+				}
+				gate := rg.up.hold()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					rg.serve(t, get("stories/1"))
+				}()
+				synctest.Wait() // the read is at the upstream
+				time.Sleep(2 * time.Millisecond)
+				rg.up.gate = nil
+				close(gate)
+				<-done
+				time.Sleep(time.Millisecond) // the tombstone arrives after the answer was stored
+				writeAt := began.Add(tt.writeAt)
+				for _, k := range CachedKeys(routingKey(rt, get("stories/1"))) {
+					rg.cache.Invalidate(k, writeAt, writeAt.Add(time.Hour)) // replica.apply's call
+				}
+				rg.up.set(reply(200, "after-write"))
+				got := rg.serve(t, get("stories/1"))
+				if fetched := got.Result != Hit; fetched != tt.wantFetch {
+					t.Fatalf("next read: %s %q, want a fetch = %v", got.Result, got.Body, tt.wantFetch)
+				}
+			})
+		})
+	}
+}
