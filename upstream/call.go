@@ -66,7 +66,7 @@ func (k *call) run() (*Response, error) {
 		case reason == "":
 			return k.finish(res, err, n)
 		case err != nil && k.budgetCtx.Err() != nil && k.queueSpentBudget():
-			return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
+			return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, Sent: k.attempts, Err: fmt.Errorf("attempt %d cut by the budget: %v", n, err)}
 		case err != nil && k.budgetCtx.Err() != nil:
 			// The attempt ran into the budget deadline itself.
 			return k.finish(last, fmt.Errorf("%w: attempt %d: %v", ErrBudget, n, err), n)
@@ -122,7 +122,7 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
 	if err := k.admitUnpaused(); err != nil {
-		return nil, err
+		return nil, k.stampSent(err)
 	}
 	defer k.c.release(k.hl)
 	k.sent(time.Since(queued))
@@ -141,6 +141,17 @@ func (k *call) attempt() (*Response, error) {
 	k.c.obs.Attempt(k.req.Route, k.hostKey, status, err, time.Since(t0))
 	k.notePause(res)
 	return res, err
+}
+
+// stampSent records in a refusal of the caps (a *LimitedError) the
+// attempts the call sent before it: a retry refused after a sent attempt
+// still ends a call that reached the upstream.
+func (k *call) stampSent(err error) error {
+	var le *LimitedError
+	if errors.As(err, &le) {
+		le.Sent = k.attempts
+	}
+	return err
 }
 
 // attemptCtx bounds one attempt by Retry.AttemptTimeout, unless the budget

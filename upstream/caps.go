@@ -44,8 +44,10 @@ const minLimitedRetryAfter = time.Second
 
 // LimitedError is the error of an attempt Levee's own caps refused: the
 // wait for a slot or a token did not fit in the call's budget. It matches
-// ErrLimited (errors.Is). Nothing was sent for that attempt. Observer.Limited
-// counts these by Cap.
+// ErrLimited (errors.Is). Nothing was sent for the refused attempt, except
+// under Cap "queue": that attempt was sent, and the budget cut it after it
+// had waited in Levee's queue longer than it ran at the upstream. Sent
+// says what the call had sent. Observer.Limited counts these by Cap.
 type LimitedError struct {
 	// Host is the host's key (hostkey.Of), as in the caps' metrics.
 	Host string
@@ -56,6 +58,12 @@ type LimitedError struct {
 	// bucket, how far past the budget the token would have come; 0 when
 	// unknown (a slot wait).
 	RetryAfter time.Duration
+	// Sent is how many of the call's attempts had left Levee for the
+	// upstream when it ended so: 0 when Levee held the whole call back. A
+	// refusal is Levee's to the breaker either way (Trace.Refused), but an
+	// attempt that was sent reached the upstream and may have written: a
+	// caller counting attempts (the job queue) counts it.
+	Sent int
 	// Err is the wait's own error.
 	Err error
 }

@@ -259,3 +259,51 @@ func TestBudgetSpentQueuingIsLevees(t *testing.T) {
 		})
 	}
 }
+
+// TestALimitedErrorSaysWhatTheCallSent: a refusal of Levee's caps carries
+// how many attempts had reached the upstream, so a caller that counts
+// attempts (the job queue) does not take a sent write for one never made.
+func TestALimitedErrorSaysWhatTheCallSent(t *testing.T) {
+	tests := []struct {
+		name     string
+		steps    []step
+		rate     float64 // the host's bucket: a burst of 1, then rate a second
+		budget   time.Duration
+		wantCap  string
+		wantSent int
+	}{
+		// The first call took the token; the next comes 10s later, past
+		// the budget: refused before anything left.
+		{"held back before any attempt", []step{status(200)}, 0.1, time.Second, capHostToken, 0},
+		// The token comes after 1s, the upstream hangs until the budget
+		// ends 0.5s later: the attempt was sent, then cut.
+		{"sent, then cut by the budget after queuing", []step{{status: 200, delay: time.Hour}}, 1, 1500 * time.Millisecond, capQueue, 1},
+		// The first call took the token, so this one's first attempt
+		// waits 1s for it, gets a 503, and its retry's token comes past
+		// the budget.
+		{"a retry refused after a sent attempt", []step{status(503)}, 1, 1800 * time.Millisecond, capHostToken, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := newClient(t, Config{Transport: &script{steps: tt.steps}})
+				lim := Limits{Rate: tt.rate, Burst: 1}
+				first := getReq(t, "https://api.example/a")
+				first.Limits, first.Retry = lim, Retry{Budget: time.Millisecond}
+				c.Do(t.Context(), first) // takes the token
+				req := getReq(t, "https://api.example/b")
+				req.Limits, req.Retry = lim, Retry{Budget: tt.budget}
+				var tr Trace
+				req.Trace = &tr
+				_, err := c.Do(t.Context(), req)
+				var le *LimitedError
+				if !errors.As(err, &le) || le.Cap != tt.wantCap || le.Sent != tt.wantSent || tr.Sent != tt.wantSent {
+					t.Fatalf("err %v (%+v), trace %+v; want a refusal by %q with %d sent", err, le, tr, tt.wantCap, tt.wantSent)
+				}
+				if tr.Refused != RefusedLimited {
+					t.Fatalf("trace refused %q, want %q: a refusal stays Levee's for the breaker", tr.Refused, RefusedLimited)
+				}
+			})
+		})
+	}
+}
