@@ -32,16 +32,22 @@ const heldBack = time.Second
 
 // decide turns one attempt (the engine's answer or error) of a job that
 // had made attempts before it into the OpFinish it commits: outcome,
-// delay, error text and the answer to keep. r is uniform in [0, 1).
+// delay, error text and the answer to keep. Only an attempt Levee held
+// back before it was sent (breaker open, host paused, caps) is deferred
+// without counting. r is uniform in [0, 1).
 func (p Policy) decide(resp *proxy.Response, err error, attempts int, r float64) Command {
 	var open *breaker.OpenError
 	var limited *upstream.LimitedError
 	switch {
 	case errors.As(err, &open):
 		return Command{Outcome: OutcomeDefer, Delay: deferral(open.RetryAfter), Error: "breaker open"}
-	case errors.As(err, &limited):
+	case errors.As(err, &limited) && limited.Sent == 0:
 		return Command{Outcome: OutcomeDefer, Delay: deferral(limited.RetryAfter), Error: "held by " + limited.Cap}
 	case err != nil:
+		// A refusal after a send (the budget cut an attempt that had
+		// queued for a slot or a token) is here too: it reached the
+		// upstream, which may have written, so it counts. Deferred, it
+		// would go out again and again and never be dead-lettered.
 		return p.retry(nil, attempts, r, 0, fmt.Sprintf("no answer: %v", err))
 	case resp.Status < 400:
 		return Command{Outcome: OutcomeDone, Response: p.keep(resp)}

@@ -1,11 +1,14 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/levee/levee/breaker"
@@ -80,6 +83,10 @@ func TestDecideTurnsAnAttemptIntoItsOutcome(t *testing.T) {
 			minDelay: time.Second, maxDelay: time.Second, errText: "held by host slot"},
 		{name: "a wrapped cap defers its RetryAfter on the last attempt", err: fmt.Errorf("x: %w", &upstream.LimitedError{Cap: "host token", RetryAfter: 9 * time.Second}),
 			attempts: 4, outcome: OutcomeDefer, minDelay: 9 * time.Second, maxDelay: 9 * time.Second, errText: "held by host token"},
+		{name: "a refusal after the attempt was sent counts", err: &upstream.LimitedError{Cap: "queue", Sent: 1, Err: context.DeadlineExceeded},
+			outcome: OutcomeRetry, minDelay: 250 * time.Millisecond, maxDelay: 250 * time.Millisecond, errText: "queue"},
+		{name: "a refusal after the last attempt was sent gives up", err: fmt.Errorf("x: %w", &upstream.LimitedError{Cap: "queue", Sent: 1}),
+			attempts: 4, outcome: OutcomeDead, errText: "gave up after 5 attempts"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +121,64 @@ func TestDecideTurnsAnAttemptIntoItsOutcome(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Fatalf("decided finish is invalid: %v", err)
 			}
+		})
+	}
+}
+
+// hangingRT is an upstream that never answers: each request waits for
+// its context to end.
+type hangingRT struct{}
+
+func (hangingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// TestAnAttemptThatReachedTheUpstreamCountsEvenWhenLeveeRefusesIt: a job's
+// write that waited for its host's token longer than it then ran before
+// the budget cut it was sent, and may have written: it counts toward
+// dead_letter_after like any attempt without an answer. Only an attempt
+// the caps held back before it left is deferred uncounted.
+func TestAnAttemptThatReachedTheUpstreamCountsEvenWhenLeveeRefusesIt(t *testing.T) {
+	tests := []struct {
+		name     string
+		rate     float64 // the host's bucket: a burst of 1, then rate a second
+		wantSent int
+		want     Outcome
+	}{
+		// The token comes after 1s; the upstream hangs until the budget
+		// ends 0.5s later.
+		{"sent, then cut by the budget", 1, 1, OutcomeDead},
+		// The token would come after 10s, past the budget: never sent.
+		{"held back by the token bucket", 0.1, 0, OutcomeDefer},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c, err := upstream.New(upstream.Config{Transport: hangingRT{}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				u, _ := url.Parse("https://api.example/orders")
+				lim := upstream.Limits{Rate: tt.rate, Burst: 1}
+				do := func(key string, budget time.Duration, tr *upstream.Trace) error {
+					_, err := c.Do(context.Background(), &upstream.Request{Route: "orders", Method: http.MethodPost, URL: u,
+						Header: http.Header{"Idempotency-Key": {key}}, Limits: lim, Retry: upstream.Retry{Budget: budget}, Trace: tr})
+					return err
+				}
+				do("k0", time.Millisecond, nil) // takes the token
+				var tr upstream.Trace
+				err = do("levee-x", 1500*time.Millisecond, &tr)
+				if tr.Sent != tt.wantSent {
+					t.Fatalf("%d attempts sent (err %v), want %d", tr.Sent, err, tt.wantSent)
+				}
+				// The job's last attempt: counted, it dead-letters the job.
+				got := Policy{DeadAfter: 6, BodyLimit: 1024}.decide(nil, err, 5, 0)
+				if got.Outcome != tt.want {
+					t.Fatalf("outcome %d (%s), want %d", got.Outcome, got.Error, tt.want)
+				}
+			})
 		})
 	}
 }
