@@ -20,7 +20,7 @@ func sec(n float64) int64 { return t0 + int64(n*float64(time.Second)) }
 
 // Roomy bounds for tests that are not about them.
 const (
-	testMaxJobs  = 1000
+	testMaxJobs  = 10000
 	testMaxBytes = 64 << 20
 )
 

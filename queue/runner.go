@@ -154,10 +154,18 @@ func (r *Runner) InFlight() map[string]int {
 	return out
 }
 
-// dispatch leases what may go now and starts its attempts.
+// dispatch leases what may go now and starts its attempts. It asks the
+// table only for jobs admit could take: the free workers' worth, and of
+// each host what its pause, slots and tokens let through (room). Asked
+// for the longest due whatever their host, a host blocked for an hour
+// behind a backlog longer than the list hid every other host's jobs.
 func (r *Runner) dispatch(ctx context.Context) {
 	now := r.cfg.Now()
-	for _, j := range r.cfg.Table.Ready(now.UnixNano(), 1024) {
+	free := r.freeWorkers()
+	if free == 0 {
+		return
+	}
+	for _, j := range r.cfg.Table.Ready(now.UnixNano(), free, func(host string) int { return r.room(host, now) }) {
 		if ctx.Err() != nil {
 			return
 		}
@@ -176,6 +184,29 @@ func (r *Runner) dispatch(ctx context.Context) {
 			r.wg.Go(func() { r.attempt(ctx, j) })
 		}
 	}
+}
+
+// freeWorkers is how many more attempts Pace.Concurrency lets start now.
+func (r *Runner) freeWorkers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return max(r.cfg.Pace.Concurrency-len(r.running), 0)
+}
+
+// room is how many jobs of host admit would take at now: none while the
+// host is paused, else as many as both its free slots and its bucket's
+// whole tokens allow.
+func (r *Runner) room(host string, now time.Time) int {
+	if r.cfg.PausedUntil(host).After(now) {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := min(r.cfg.Pace.PerHost-r.perHost[host], r.cfg.Pace.Tokens)
+	if b := r.buckets[host]; b != nil {
+		n = min(n, int(b.TokensAt(now)))
+	}
+	return max(n, 0)
 }
 
 // admit takes a worker, a host slot and a token for j, or none of them.

@@ -435,6 +435,76 @@ func TestAPausedHostGetsNoAttemptUntilThePauseEnds(t *testing.T) {
 	})
 }
 
+// TestABlockedHostHidesNoOtherHostsJobs: however a host is blocked
+// (paused, its slots taken, its bucket empty) and however long its backlog
+// (more jobs than the runner ever looked at in one tick, 1024), another
+// host's job goes at once, and the blocked host's jobs go out in their
+// order once it may take them.
+func TestABlockedHostHidesNoOtherHostsJobs(t *testing.T) {
+	tests := []struct {
+		name  string
+		block func(cfg *RunnerConfig, held chan struct{}) // held: closed to let a's attempts answer
+	}{
+		{"a paused for a minute", func(cfg *RunnerConfig, _ chan struct{}) {
+			end := time.Now().Add(time.Minute)
+			cfg.PausedUntil = func(host string) time.Time {
+				if host == "a:443" {
+					return end
+				}
+				return time.Time{}
+			}
+		}},
+		{"a's slots taken", func(cfg *RunnerConfig, held chan struct{}) {
+			cfg.Pace.PerHost = 2
+			serve := cfg.Serve
+			cfg.Serve = func(ctx context.Context, r *proxy.Request) (*proxy.Response, error) {
+				if r.Route == "a" {
+					<-held
+				}
+				return serve(ctx, r)
+			}
+		}},
+		{"a's bucket empty", func(cfg *RunnerConfig, _ chan struct{}) { cfg.Pace.Tokens, cfg.Pace.Refill = 2, 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, u := newLog(), &fakeUpstream{}
+				for i := 1; i <= 1100; i++ {
+					l.add(t, i, "a", "")
+					time.Sleep(time.Millisecond) // each due after the one before
+				}
+				other := l.add(t, 2000, "b", "")
+				cfg, held := runnerConfig(t, l, u), make(chan struct{})
+				tt.block(&cfg, held)
+				release := sync.OnceFunc(func() { close(held) })
+				defer release() // before start's cleanup waits for the attempts
+				start(t, cfg)
+				waitUntil(t, 100*time.Millisecond, "b's job delivered while a is blocked", func() bool { return l.state(other) == Done })
+				release()
+				waitUntil(t, 2*time.Minute, "ten of a's jobs leased", func() bool { return len(leasedOf(l, "a")) >= 10 })
+				for i, id := range leasedOf(l, "a") {
+					if id != jobID(i+1) {
+						t.Fatalf("a's lease %d was of job %s, want %s: a host's jobs go in their order", i+1, id, jobID(i+1))
+					}
+				}
+			})
+		})
+	}
+}
+
+// leasedOf is the ids of route's jobs as the log leased them, in order.
+func leasedOf(l *oneNodeLog, route string) []string {
+	cs, rs := l.committed(OpLease)
+	var out []string
+	for i, c := range cs {
+		if j, _ := l.tb.Job(c.ID); j.Req.Route == route && rs[i].Refused == "" {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
 // TestARetriedJobCarriesItsIdempotencyKeyOnEveryAttempt: a 500 then a 200
 // ends the job done after 2 attempts, the second after the drawn delay,
 // both carrying the job's key, the client's or Levee's.

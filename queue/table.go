@@ -248,34 +248,6 @@ func (t *Table) Job(id string) (Job, bool) {
 	return j.clone(), true
 }
 
-// Ready returns up to limit jobs that may be leased at now, the longest
-// due first.
-func (t *Table) Ready(now int64, limit int) []Job {
-	t.mu.RLock()
-	var due []*Job
-	for _, j := range t.jobs {
-		if ready(j, now) {
-			due = append(due, j)
-		}
-	}
-	slices.SortFunc(due, func(a, b *Job) int {
-		return cmp.Or(cmp.Compare(dueAt(a), dueAt(b)), cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	out := make([]Job, 0, min(limit, len(due)))
-	for _, j := range due[:min(limit, len(due))] {
-		out = append(out, j.clone())
-	}
-	t.mu.RUnlock()
-	return out
-}
-
-func dueAt(j *Job) int64 {
-	if j.State == Running {
-		return j.LeaseUntil
-	}
-	return j.NextAt
-}
-
 // List returns up to limit jobs in state (every state when ""), oldest
 // first, starting after the job with id after ("" from the start), and the
 // id to pass as after for the next page ("" when there is none).

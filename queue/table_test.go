@@ -2,6 +2,7 @@ package queue
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -391,15 +392,63 @@ func TestReadyListsDueJobsLongestDueFirst(t *testing.T) {
 	apply(t, tb, enqueue(jobID(2), sec(1), newReq("pay", "acme", "k2", true)))
 	apply(t, tb, enqueue(jobID(3), sec(9), newReq("pay", "acme", "k3", true)))
 	apply(t, tb, lease(jobID(3), "n1", sec(9), 0, sec(12))) // lease ends at 12
-	got := tb.Ready(sec(10), 10)
+	got := tb.Ready(sec(10), 10, anyRoom)
 	if len(got) != 2 || got[0].ID != jobID(2) || got[1].ID != jobID(1) {
 		t.Fatalf("Ready(10) = %v, want jobs 2 then 1", ids(got))
 	}
-	if got := tb.Ready(sec(12), 2); len(got) != 2 || got[0].ID != jobID(2) {
+	if got := tb.Ready(sec(12), 2, anyRoom); len(got) != 2 || got[0].ID != jobID(2) {
 		t.Fatalf("Ready(12, limit 2) = %v, want 2 jobs, job 2 first", ids(got))
 	}
-	if got := tb.Ready(sec(12), 10); len(got) != 3 || got[2].ID != jobID(3) {
+	if got := tb.Ready(sec(12), 10, anyRoom); len(got) != 3 || got[2].ID != jobID(3) {
 		t.Fatalf("Ready(12) = %v, want the lapsed lease last", ids(got))
+	}
+}
+
+// anyRoom lets Ready list every host's ready jobs.
+func anyRoom(string) int { return 1 << 30 }
+
+// TestReadyListsOfEachHostOnlyWhatItHasRoomFor: a host with no room (the
+// runner's: paused, slots or tokens spent) hides none of another host's
+// jobs behind its backlog, however long and however old, and each host's
+// jobs keep their order.
+func TestReadyListsOfEachHostOnlyWhatItHasRoomFor(t *testing.T) {
+	tb := NewTable()
+	for i := 1; i <= 1100; i++ { // a's backlog, due from 1s on, ahead of b's
+		apply(t, tb, enqueue(jobID(i), sec(1+float64(i)/1000), newReq("a", "acme", "ka"+jobID(i), true)))
+	}
+	apply(t, tb, enqueue(jobID(2001), sec(5), newReq("b", "acme", "kb1", true)))
+	apply(t, tb, enqueue(jobID(2002), sec(6), newReq("b", "acme", "kb2", true)))
+	apply(t, tb, enqueue(jobID(3001), sec(7), newReq("c", "acme", "kc1", true)))
+	tests := []struct {
+		name  string
+		room  map[string]int // by host; a host not listed has none
+		limit int
+		want  []string
+	}{
+		{"a blocked: b's and c's jobs", map[string]int{"b:443": 2, "c:443": 2}, 1024, []string{jobID(2001), jobID(2002), jobID(3001)}},
+		{"a's room cuts its backlog to its longest due", map[string]int{"a:443": 2, "b:443": 1, "c:443": 1}, 1024,
+			[]string{jobID(1), jobID(2), jobID(2001), jobID(3001)}},
+		{"the limit cuts the latest of all", map[string]int{"a:443": 3, "b:443": 2, "c:443": 2}, 4,
+			[]string{jobID(1), jobID(2), jobID(3), jobID(2001)}},
+		{"no host has room", nil, 1024, []string{}},
+		{"no worker is free", map[string]int{"a:443": 2, "b:443": 2, "c:443": 2}, 0, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := map[string]int{}
+			got := tb.Ready(sec(10), tt.limit, func(host string) int {
+				asked[host]++
+				return tt.room[host]
+			})
+			if !slices.Equal(ids(got), tt.want) {
+				t.Fatalf("Ready = %v, want %v", ids(got), tt.want)
+			}
+			for host, n := range asked {
+				if n != 1 {
+					t.Fatalf("room(%s) asked %d times, want once", host, n)
+				}
+			}
+		})
 	}
 }
 
