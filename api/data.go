@@ -219,7 +219,9 @@ func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (ca
 	b := appendCacheStatus(buf[:0], node, resp)
 	endStatus := len(b)
 	if servedFromCache(resp.Result) {
-		b = strconv.AppendInt(b, int64(resp.Age/time.Second), 10)
+		// The age the answer had when it came (the upstream's Age field,
+		// still in its header: this one replaces it) plus its time here.
+		b = strconv.AppendInt(b, int64((proxy.InitialAge(resp.Header)+resp.Age)/time.Second), 10)
 	}
 	endAge := len(b)
 	if withLength {

@@ -318,11 +318,11 @@ func TestCacheHeaders(t *testing.T) {
 		wantStatus string
 		wantAge    string
 	}{
-		{"hit", proxy.Hit, "", "levee-n1; hit", "12"},
-		{"hit from a replica", proxy.Hit, "replica", "levee-n1; hit; detail=replica", "12"},
-		{"stale", proxy.Stale, "", "levee-n1; hit; detail=stale-while-revalidate", "12"},
-		{"stale if error", proxy.Stale, "stale-if-error", "levee-n1; hit; detail=stale-if-error", "12"},
-		{"revalidated", proxy.Revalidated, "", "levee-n1; fwd=stale; fwd-status=304; stored", "12"},
+		{"hit", proxy.Hit, "", "levee-n1; hit", "89"},
+		{"hit from a replica", proxy.Hit, "replica", "levee-n1; hit; detail=replica", "89"},
+		{"stale", proxy.Stale, "", "levee-n1; hit; detail=stale-while-revalidate", "89"},
+		{"stale if error", proxy.Stale, "stale-if-error", "levee-n1; hit; detail=stale-if-error", "89"},
+		{"revalidated", proxy.Revalidated, "", "levee-n1; fwd=stale; fwd-status=304; stored", "89"},
 		{"miss", proxy.Miss, "", "levee-n1; fwd=uri-miss; fwd-status=200; stored", ""},
 		{"bypass", proxy.Bypass, "", "levee-n1; fwd=bypass; fwd-status=200", ""},
 	}
@@ -331,7 +331,8 @@ func TestCacheHeaders(t *testing.T) {
 			eng := &fakeEngine{resp: okResponse()}
 			eng.resp.Result, eng.resp.Detail = tt.result, tt.detail
 			eng.resp.Age = 12*time.Second + 900*time.Millisecond
-			// A cached answer's Age is the entry's, not the one it was stored with.
+			// A cached answer's Age is the one it came with plus the
+			// entry's (RFC 9111 §4.2.3): 77 + 12.
 			eng.resp.Header.Set("Age", "77")
 			s := newTestServer(t, eng, nil)
 			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))

@@ -185,6 +185,34 @@ func TestHTTPAVariantFromBeforeAWriteNeverComesBack(t *testing.T) {
 	}
 }
 
+// TestHTTPAHitsAgeCountsTheAgeItCameWith: an answer 50 s old when it came
+// (Age: 50, from a cache before the upstream) is served from cache a
+// second later with Age: 51, so a cache after Levee counts the same 9 s
+// of freshness left; a 304 makes it as old as the 304 says.
+func TestHTTPAHitsAgeCountsTheAgeItCameWith(t *testing.T) {
+	st := newStack(t)
+	st.up.set(answer("v1", "Cache-Control", "max-age=60", "Age", "50", "ETag", `"v1"`))
+	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("Age") != "50" {
+		t.Fatalf("the miss says Age %q, want the upstream's 50", resp.Header.Get("Age"))
+	}
+	st.clock.Advance(time.Second)
+	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("X-Cache") != "HIT" || resp.Header.Get("Age") != "51" {
+		t.Fatalf("X-Cache %q, Age %q: want a HIT 51 s old", resp.Header.Get("X-Cache"), resp.Header.Get("Age"))
+	}
+	st.clock.Advance(20 * time.Second) // stale: 10 s left of max-age 60 at Age 50
+	st.up.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=60")
+		w.WriteHeader(http.StatusNotModified)
+	})
+	st.get(t, "/open/s/1")
+	testutil.WaitFor(t, 5*time.Second, "the refresh", func() bool { return len(st.up.requests()) == 2 })
+	time.Sleep(50 * time.Millisecond) // its 304 stored
+	st.clock.Advance(2 * time.Second)
+	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("X-Cache") != "HIT" || resp.Header.Get("Age") != "2" {
+		t.Fatalf("after the 304: X-Cache %q, Age %q, want a HIT 2 s old", resp.Header.Get("X-Cache"), resp.Header.Get("Age"))
+	}
+}
+
 func TestHTTPUpstreamSeesOnlyLeveesForwardingAndNoOverrides(t *testing.T) {
 	st := newStack(t)
 	st.get(t, "/open/s/1",

@@ -3,7 +3,9 @@ package proxy
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // hopByHop are the connection-level headers a proxy must not forward
@@ -64,4 +66,24 @@ func connectionNamed(h http.Header) []string {
 		}
 	}
 	return named
+}
+
+// InitialAge is the age an answer already had when the upstream sent it:
+// its Age field (RFC 9111 §5.1), or 0 when there is none or it is not one
+// non-negative integer of seconds. An answer served from cache is that
+// old plus the time it has spent in Levee (Response.Age), which §4.2.3
+// asks a cache to send on: a cache after Levee then counts the same
+// freshness left. Like Varnish, Levee takes the Age field alone and not
+// the Date field's difference from its own clock (§4.2.3's apparent_age),
+// which an origin's clock skew would make up.
+func InitialAge(h http.Header) time.Duration {
+	v := h["Age"]
+	if len(v) != 1 {
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(v[0]), 10, 31)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * time.Second
 }

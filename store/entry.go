@@ -124,13 +124,17 @@ func (e *Entry) Size() int64 {
 // status and body, stored at now, windows recomputed from now, and headers
 // merged as RFC 9111 section 4.3.4 asks: each field present in hdr replaces
 // the stored values of that name, except the fields a cache must not update
-// from a 304 (see renewable). e itself is left untouched.
+// from a 304 (see renewable); the stored Age goes, whether or not the 304
+// has one. e itself is left untouched.
 func (e *Entry) Renewed(now time.Time, fresh, stale, staleIfError time.Duration, hdr http.Header) *Entry {
 	r := e.Clone()
 	r.setWindows(now, Windows{Fresh: fresh, Stale: stale, StaleIfError: staleIfError})
 	if r.Header == nil && len(hdr) > 0 {
 		r.Header = http.Header{}
 	}
+	// The stored Age was the first answer's age when it came; the renewed
+	// entry is as old as the 304 says (its own Age, merged below), or new.
+	delete(r.Header, "Age")
 	mergeHeader(r.Header, hdr)
 	return r
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 )
@@ -270,5 +271,31 @@ func TestClone(t *testing.T) {
 	}
 	if z := (&Entry{}).Clone(); z.Body != nil || z.Header != nil {
 		t.Errorf("clone of zero entry = %+v, want zero", z)
+	}
+}
+
+// TestRenewedAgeIsThe304s: the stored Age was the first answer's when it
+// came; a renewed entry is as old as the 304 says, or new.
+func TestRenewedAgeIsThe304s(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	old := &Entry{Status: 200, Header: http.Header{"Age": {"50"}, "Etag": {`"v1"`}}, StoredAt: now.Add(-time.Hour)}
+	tests := []struct {
+		name string
+		hdr  http.Header
+		want []string
+	}{
+		{"a 304 without Age", http.Header{"Etag": {`"v1"`}}, nil},
+		{"a 304 with its Age", http.Header{"Age": {"3"}}, []string{"3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := old.Renewed(now, time.Minute, 0, 0, tt.hdr)
+			if got := r.Header["Age"]; !slices.Equal(got, tt.want) {
+				t.Fatalf("Age = %q, want %q", got, tt.want)
+			}
+			if old.Header.Get("Age") != "50" {
+				t.Fatal("the stored entry was changed")
+			}
+		})
 	}
 }
