@@ -87,14 +87,32 @@ func (p policy) deny(reason string) policy {
 	return p
 }
 
-// applyDirectives lets the upstream's freshness directives replace the
-// route's windows: s-maxage over max-age (we are a shared cache), minus the
-// Age the answer already has; no-cache means "stale at once, revalidate";
-// must-revalidate and proxy-revalidate forbid serving it stale.
+// applyDirectives lets the upstream's directives replace the route's
+// windows: s-maxage over max-age (we are a shared cache), minus the Age
+// the answer already has; no-cache means "stale at once, revalidate"; the
+// RFC 5861 extensions set the stale windows; must-revalidate,
+// proxy-revalidate and no-cache forbid serving it stale at all.
+//
+// s-maxage forbids the route's stale windows but not an explicit RFC 5861
+// extension in the same answer. For a shared cache s-maxage carries
+// proxy-revalidate (RFC 9111 §5.2.2.10), so once stale the answer must be
+// validated first (§4.2.4): the route's windows are Levee's own leave to
+// serve stale, and the origin withdrew it. But §4.2.4 also lets a cache
+// serve stale where the origin explicitly permits it, naming RFC 5861's
+// extensions, and stale-if-error applies "regardless of other freshness
+// information" (RFC 5861 §4). An origin that sends s-maxage with
+// stale-while-revalidate or stale-if-error asks for both; Varnish reads it
+// so (RFC2616_Ttl in bin/varnishd/cache/cache_rfc2616.c takes the grace
+// from stale-while-revalidate whatever s-maxage says), and so does Fastly
+// (beresp.stale_while_revalidate and beresp.stale_if_error come from
+// Cache-Control). must-revalidate, proxy-revalidate and no-cache mean
+// nothing but "validate first", and win over both (§5.2.2.2: a cache must
+// not ignore must-revalidate "in all circumstances").
 func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http.Header) {
 	switch {
 	case cc.SMaxAge >= 0:
 		p.Fresh = seconds(cc.SMaxAge)
+		p.Stale, p.StaleIfError = 0, 0
 	case cc.MaxAge >= 0:
 		p.Fresh = seconds(cc.MaxAge)
 	}
