@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -33,6 +34,39 @@ func TestHTTPSMaxAgeIsRevalidatedOnceStale(t *testing.T) {
 			resp, body := st.get(t, "/open/s/1")
 			if got := resp.Header.Get("X-Cache"); got != tc.wantCache || body != tc.wantBody {
 				t.Fatalf("6 s later: X-Cache %q %q, want %q %q", got, body, tc.wantCache, tc.wantBody)
+			}
+		})
+	}
+}
+
+// TestHTTPExpiresSetsFreshness: with no s-maxage or max-age, Expires minus
+// Date is the answer's freshness, and an invalid Expires ("0") has
+// already expired (RFC 9111 §4.2.1, §5.3); the route's fresh window only
+// applies to an answer that gives none.
+func TestHTTPExpiresSetsFreshness(t *testing.T) {
+	date := time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)
+	inAMinute := []string{"Date", date.Format(http.TimeFormat), "Expires", date.Add(time.Minute).Format(http.TimeFormat)}
+	cases := []struct {
+		name      string
+		kv        []string
+		after     time.Duration
+		wantCache string
+	}{
+		{"Expires 0: stale at once", []string{"Expires", "0"}, time.Second, "STALE"},
+		{"Expires in a minute: fresh past the route's 15 s", inAMinute, 20 * time.Second, "HIT"},
+		{"Expires in a minute: then stale", inAMinute, 61 * time.Second, "STALE"},
+		{"max-age over Expires", []string{"Cache-Control", "max-age=60", "Expires", "0"}, 20 * time.Second, "HIT"},
+		{"neither: the route's fresh", nil, 14 * time.Second, "HIT"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t)
+			st.up.set(answer("v1", tc.kv...))
+			st.get(t, "/open/s/1")
+			st.clock.Advance(tc.after)
+			resp, body := st.get(t, "/open/s/1")
+			if got := resp.Header.Get("X-Cache"); got != tc.wantCache || body != "v1" {
+				t.Fatalf("%v later: X-Cache %q %q, want %q \"v1\"", tc.after, got, body, tc.wantCache)
 			}
 		})
 	}

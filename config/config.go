@@ -209,8 +209,10 @@ type Route struct {
 
 // RouteCache sets a route's stale-while-revalidate windows.
 type RouteCache struct {
-	// Fresh is how long an entry is served without an upstream call.
-	// Default 15s; must be > 0.
+	// Fresh is how long an entry is served without an upstream call when
+	// the upstream's answer gives no freshness of its own (Cache-Control
+	// s-maxage or max-age, Expires): those replace it. Default 15s; must
+	// be > 0.
 	Fresh Duration `yaml:"fresh"`
 	// Stale follows Fresh: the entry is served while one background
 	// refresh runs. Default 15s; >= 0.

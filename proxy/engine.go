@@ -359,7 +359,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 		f.failed = true
 		return f, nil
 	}
-	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header)
+	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header, now)
 	ent.Header = withRouteVary(rt, ent.Header)
 	f.vary, _ = VaryNames(ent.Header)
 	f.shareable = p.Store
@@ -385,7 +385,7 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	for k, v := range resp.Header {
 		merged[k] = v
 	}
-	p := responsePolicy(rt, r.Method, r.Header, old.Status, merged)
+	p := responsePolicy(rt, r.Method, r.Header, old.Status, merged, now)
 	renewed := old.Renewed(now, p.Fresh, p.Stale, p.StaleIfError, resp.Header)
 	renewed.Header = withRouteVary(rt, renewed.Header)
 	f := &flight{entry: renewed, result: Revalidated, shareable: p.Store, attempts: resp.Attempts, reqHdr: r.Header}

@@ -78,6 +78,9 @@ func TestResponsePolicy(t *testing.T) {
 		{"s-maxage wins, and revalidates", []string{"Cache-Control", "max-age=60, s-maxage=120"}, false, true, 2 * time.Minute, 0, 0},
 		{"s-maxage keeps explicit rfc5861", []string{"Cache-Control", "s-maxage=5, stale-while-revalidate=30, stale-if-error=600"}, false, true, 5 * time.Second, 30 * time.Second, 10 * time.Minute},
 		{"proxy-revalidate", []string{"Cache-Control", "max-age=5, proxy-revalidate, stale-if-error=600"}, false, true, 5 * time.Second, 0, 0},
+		{"Expires 0", []string{"Expires", "0"}, false, true, 0, 15 * time.Second, 10 * time.Minute},
+		{"Expires with Age", []string{"Date", "Mon, 02 Jun 2025 10:00:00 GMT", "Expires", "Mon, 02 Jun 2025 10:01:00 GMT", "Age", "20"}, false, true, 40 * time.Second, 15 * time.Second, 10 * time.Minute},
+		{"max-age over Expires", []string{"Cache-Control", "max-age=60", "Expires", "0"}, false, true, time.Minute, 15 * time.Second, 10 * time.Minute},
 		{"age subtracted", []string{"Cache-Control", "max-age=60", "Age", "20"}, false, true, 40 * time.Second, 15 * time.Second, 10 * time.Minute},
 		{"rfc5861", []string{"Cache-Control", "max-age=5, stale-while-revalidate=30, stale-if-error=600"}, false, true, 5 * time.Second, 30 * time.Second, 10 * time.Minute},
 		{"must-revalidate", []string{"Cache-Control", "max-age=5, must-revalidate"}, false, true, 5 * time.Second, 0, 0},
@@ -96,7 +99,7 @@ func TestResponsePolicy(t *testing.T) {
 			if tc.reqAuth {
 				req.Set("Authorization", "Bearer x")
 			}
-			p := responsePolicy(testRoute(), "GET", req, 200, h)
+			p := responsePolicy(testRoute(), "GET", req, 200, h, time.Now())
 			if p.Store != tc.store {
 				t.Fatalf("Store = %v (%s), want %v", p.Store, p.Reason, tc.store)
 			}
@@ -197,7 +200,7 @@ func FuzzResponsePolicy(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cc, vary, age string) {
 		h := http.Header{"Cache-Control": {cc}, "Vary": {vary}, "Age": {age}}
-		p := responsePolicy(testRoute(), "GET", http.Header{}, 200, h)
+		p := responsePolicy(testRoute(), "GET", http.Header{}, 200, h, time.Now())
 		if p.Fresh < 0 || p.Stale < 0 || p.StaleIfError < 0 {
 			t.Fatalf("negative window %+v for %q", p, cc)
 		}

@@ -27,10 +27,11 @@ var storableStatus = map[int]bool{
 }
 
 // responsePolicy decides, per RFC 9111 and RFC 5861, whether a response to
-// req may be stored by a shared cache and for how long. Directives the
-// upstream sends override the route's windows; a Cache-Control header that
-// does not parse makes the response unstorable rather than guessed at.
-func responsePolicy(rt *Route, method string, reqHeader http.Header, status int, h http.Header) policy {
+// req, received at now, may be stored by a shared cache and for how long.
+// Directives the upstream sends override the route's windows; a
+// Cache-Control header that does not parse makes the response unstorable
+// rather than guessed at.
+func responsePolicy(rt *Route, method string, reqHeader http.Header, status int, h http.Header, now time.Time) policy {
 	p := policy{Fresh: rt.Fresh, Stale: rt.Stale, StaleIfError: rt.StaleIfError}
 	switch {
 	case !cacheable(method):
@@ -66,7 +67,7 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 		return p.deny("content-encoding")
 	}
 	p.Store = true
-	p.applyDirectives(cc, h)
+	p.applyDirectives(cc, h, now)
 	return p
 }
 
@@ -88,10 +89,10 @@ func (p policy) deny(reason string) policy {
 }
 
 // applyDirectives lets the upstream's directives replace the route's
-// windows: s-maxage over max-age (we are a shared cache), minus the Age
-// the answer already has; no-cache means "stale at once, revalidate"; the
-// RFC 5861 extensions set the stale windows; must-revalidate,
-// proxy-revalidate and no-cache forbid serving it stale at all.
+// windows: the answer's own freshness lifetime (see lifetime) minus the Age
+// it already has; no-cache means "stale at once, revalidate"; the RFC 5861
+// extensions set the stale windows; must-revalidate, proxy-revalidate and
+// no-cache forbid serving it stale at all.
 //
 // s-maxage forbids the route's stale windows but not an explicit RFC 5861
 // extension in the same answer. For a shared cache s-maxage carries
@@ -108,13 +109,10 @@ func (p policy) deny(reason string) policy {
 // Cache-Control). must-revalidate, proxy-revalidate and no-cache mean
 // nothing but "validate first", and win over both (§5.2.2.2: a cache must
 // not ignore must-revalidate "in all circumstances").
-func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http.Header) {
-	switch {
-	case cc.SMaxAge >= 0:
-		p.Fresh = seconds(cc.SMaxAge)
+func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http.Header, now time.Time) {
+	p.Fresh = lifetime(p.Fresh, cc, h, now)
+	if cc.SMaxAge >= 0 {
 		p.Stale, p.StaleIfError = 0, 0
-	case cc.MaxAge >= 0:
-		p.Fresh = seconds(cc.MaxAge)
 	}
 	if cc.NoCachePresent {
 		p.Fresh = 0
@@ -131,6 +129,47 @@ func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http
 	if cc.MustRevalidate || cc.ProxyRevalidate || cc.NoCachePresent {
 		p.Stale, p.StaleIfError = 0, 0
 	}
+}
+
+// lifetime is the answer's freshness lifetime (RFC 9111 §4.2.1): s-maxage
+// (we are a shared cache), else max-age, else Expires. Only an answer with
+// none of them gets route, the route's own window: that is the heuristic
+// freshness §4.2.2 allows when the origin gave no explicit expiration.
+func lifetime(route time.Duration, cc *cacheobject.ResponseCacheDirectives, h http.Header, now time.Time) time.Duration {
+	switch {
+	case cc.SMaxAge >= 0:
+		return seconds(cc.SMaxAge)
+	case cc.MaxAge >= 0:
+		return seconds(cc.MaxAge)
+	case len(h.Values("Expires")) > 0:
+		return untilExpires(h, now)
+	}
+	return route
+}
+
+// maxLifetime caps a lifetime taken from Expires where RFC 9111 §1.2.2
+// caps delta-seconds: 2^31 seconds.
+const maxLifetime = 1 << 31 * time.Second
+
+// untilExpires is Expires minus Date (RFC 9111 §4.2.1), or minus now, the
+// time the answer arrived, when Date is missing or invalid (RFC 9110
+// §6.6.1); never below 0. An Expires that is not an HTTP-date ("0", "-1",
+// "never") means already expired (RFC 9111 §5.3), and so do two Expires
+// lines (§4.2.1 lets a cache take such an answer as stale).
+func untilExpires(h http.Header, now time.Time) time.Duration {
+	v := h.Values("Expires")
+	if len(v) != 1 {
+		return 0
+	}
+	exp, err := http.ParseTime(strings.TrimSpace(v[0]))
+	if err != nil {
+		return 0
+	}
+	date, err := http.ParseTime(strings.TrimSpace(h.Get("Date")))
+	if err != nil {
+		date = now
+	}
+	return min(max(0, exp.Sub(date)), maxLifetime)
 }
 
 func seconds(d cacheobject.DeltaSeconds) time.Duration { return time.Duration(d) * time.Second }

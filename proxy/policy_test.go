@@ -72,3 +72,52 @@ func TestSMaxAgeIsRevalidatedOnceStale(t *testing.T) {
 		{"proxy-revalidate", []string{"Cache-Control", "max-age=5, proxy-revalidate"}, 6 * time.Second, Miss, Bypass},
 	})
 }
+
+// bubbleStart is when every synctest bubble's clock starts.
+var bubbleStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func httpDate(t time.Time) string { return t.UTC().Format(http.TimeFormat) }
+
+func TestExpiresSetsFreshness(t *testing.T) {
+	hour := bubbleStart.Add(time.Hour)
+	runStaleCases(t, []staleCase{
+		{"Expires 0 is already expired", []string{"Expires", "0"}, time.Second, Stale, Stale},
+		{"Expires in the past", []string{"Date", httpDate(bubbleStart), "Expires", httpDate(bubbleStart.Add(-time.Hour))}, time.Second, Stale, Stale},
+		{"Expires in an hour outlasts the route's fresh", []string{"Date", httpDate(bubbleStart), "Expires", httpDate(hour)}, 16 * time.Second, Hit, Hit},
+		{"Expires in an hour, then the route's stale", []string{"Date", httpDate(bubbleStart), "Expires", httpDate(hour)}, time.Hour + time.Second, Stale, Stale},
+		{"max-age over Expires", []string{"Cache-Control", "max-age=60", "Expires", "0"}, 16 * time.Second, Hit, Hit},
+		{"no Expires: the route's fresh", nil, 14 * time.Second, Hit, Hit},
+	})
+}
+
+func TestUntilExpires(t *testing.T) {
+	now := time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		kv   []string
+		want time.Duration
+	}{
+		{"0", []string{"Expires", "0"}, 0},
+		{"-1", []string{"Expires", "-1"}, 0},
+		{"empty", []string{"Expires", ""}, 0},
+		{"past", []string{"Date", httpDate(now), "Expires", httpDate(now.Add(-time.Minute))}, 0},
+		{"minus Date", []string{"Date", httpDate(now.Add(-10 * time.Second)), "Expires", httpDate(now.Add(50 * time.Second))}, time.Minute},
+		{"no Date: minus arrival", []string{"Expires", httpDate(now.Add(30 * time.Second))}, 30 * time.Second},
+		{"invalid Date: minus arrival", []string{"Date", "yesterday", "Expires", httpDate(now.Add(30 * time.Second))}, 30 * time.Second},
+		{"RFC 850 form", []string{"Expires", now.Add(time.Hour).Format(time.RFC850)}, time.Hour},
+		{"asctime form", []string{"Expires", now.Add(time.Hour).Format(time.ANSIC)}, time.Hour},
+		{"two lines", []string{"Expires", httpDate(now.Add(time.Hour)), "Expires", httpDate(now.Add(time.Hour))}, 0},
+		{"year 9999 is capped", []string{"Expires", "Fri, 31 Dec 9999 23:59:59 GMT"}, maxLifetime},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			for i := 0; i+1 < len(tc.kv); i += 2 {
+				h.Add(tc.kv[i], tc.kv[i+1])
+			}
+			if got := untilExpires(h, now); got != tc.want {
+				t.Fatalf("untilExpires = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ type Route struct {
 	// upstream. They then join the cache key, like KeyHeaders.
 	AllowHeaders []string
 
-	Fresh        time.Duration // default window when the upstream gives none
+	Fresh        time.Duration // when the answer has no s-maxage, max-age or Expires
 	Stale        time.Duration
 	StaleIfError time.Duration
 	MaxBody      int64 // bodies above this are served but not cached
