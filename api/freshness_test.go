@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Black-box tests of the README's freshness rules (How a request flows):
-// what the upstream's answer says about its freshness, through the real
+// Black-box tests of the README's freshness and storing rules (How a
+// request flows, HTTP contract): what the upstream's answer and the
+// client's request say about storing and freshness, through the real
 // handler, engine, cache and upstream client, over HTTP.
 
 // TestHTTPSMaxAgeIsRevalidatedOnceStale: s-maxage is proxy-revalidate for
@@ -69,5 +70,30 @@ func TestHTTPExpiresSetsFreshness(t *testing.T) {
 				t.Fatalf("%v later: X-Cache %q %q, want %q \"v1\"", tc.after, got, body, tc.wantCache)
 			}
 		})
+	}
+}
+
+// TestHTTPRequestNoStoreIsNotStored: the answer to a request that says
+// Cache-Control: no-store is not stored (RFC 9111 §5.2.1.5), but an answer
+// already stored still serves such a request.
+func TestHTTPRequestNoStoreIsNotStored(t *testing.T) {
+	st := newStack(t)
+	st.up.set(answer("secret", "Cache-Control", "max-age=60"))
+	steps := []struct {
+		kv        []string
+		wantCache string
+	}{
+		{[]string{"Cache-Control", "no-store"}, "BYPASS"},
+		{nil, "MISS"},
+		{[]string{"Cache-Control", "no-store"}, "HIT"},
+	}
+	for i, s := range steps {
+		resp, body := st.get(t, "/open/s/1", s.kv...)
+		if got := resp.Header.Get("X-Cache"); got != s.wantCache || body != "secret" {
+			t.Fatalf("request %d (%v): X-Cache %q %q, want %q", i, s.kv, got, body, s.wantCache)
+		}
+	}
+	if n := st.up.calls.Load(); n != 2 {
+		t.Fatalf("upstream calls %d, want 2", n)
 	}
 }

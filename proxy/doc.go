@@ -22,7 +22,8 @@
 // values, never a credential in clear. A waiter on a flight gets its answer
 // only when a shared cache could have served it that answer (reuse.go,
 // RFC 9111 §4); a key whose answers cannot be shared skips coalescing for
-// a while (hit-for-miss). Answers to credentials the key does not hold are
+// a while (hit-for-miss); a request that says no-store fetches alone and
+// stores nothing (policy.go). Answers to credentials the key does not hold are
 // stored only when the upstream says public or s-maxage (credentials.go,
 // policy.go), and a refresh of a shared entry never carries them.
 //

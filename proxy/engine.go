@@ -230,7 +230,12 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 			resp.Key, resp.StoredAt = key, ent.StoredAt
 			return resp, nil
 		case store.Stale:
-			e.refresh(rt, r, pkey, ent)
+			// A no-store request may be answered from the cache, but a
+			// refresh it started would be a response to it, which may not
+			// be stored (RFC 9111 §5.2.1.5): the next request refreshes.
+			if !requestNoStore(r.Header) {
+				e.refresh(rt, r, pkey, ent)
+			}
 			return e.fromEntry(ent, Stale, "", now), nil
 		}
 	}
@@ -278,6 +283,18 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Respo
 // collapsed says the answer is another request's fetch, which this one
 // waited for (RFC 9211 §2.6, Cache-Status "collapsed").
 func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey string, old *store.Entry) (f *flight, collapsed bool, err error) {
+	if requestNoStore(r.Header) {
+		// A no-store request neither leads a flight nor joins one: it
+		// makes its own call, and nothing of it enters the in-flight map
+		// or the cache (RFC 9111 §5.2.1.5). As a leader its answer, not
+		// stored, would be no use to waiters and would mark the key
+		// hit-for-miss for everyone. Joining would be allowed (an answer
+		// stored for another request may serve it), but such requests
+		// are rare and the simpler rule wins: a burst of them calls the
+		// upstream once each, through the per-host caps.
+		f, err := e.fetch(ctx, rt, r, pkey, old)
+		return f, false, err
+	}
 	fkey := flightKey(rt, pkey, r.Header)
 	if e.hfm.active(fkey, e.cfg.Now()) {
 		f, err := e.fetch(ctx, rt, r, pkey, old)

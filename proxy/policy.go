@@ -40,6 +40,8 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 		return p.deny("status")
 	case len(h.Values("Set-Cookie")) > 0:
 		return p.deny("set-cookie")
+	case requestNoStore(reqHeader):
+		return p.deny("request-no-store")
 	}
 	if _, star := VaryNames(h); star {
 		return p.deny("vary-star")
@@ -69,6 +71,20 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 	p.Store = true
 	p.applyDirectives(cc, h, now)
 	return p
+}
+
+// requestNoStore reports a request whose Cache-Control says no-store: no
+// part of it nor of any response to it may be stored (RFC 9111 §5.2.1.5).
+// A request Cache-Control that does not parse counts as no-store, as an
+// unparsable response one counts as unstorable: what the client meant is
+// unknown, and storing is the step that cannot be taken back.
+func requestNoStore(h http.Header) bool {
+	v := h.Values("Cache-Control")
+	if len(v) == 0 {
+		return false
+	}
+	cc, err := cacheobject.ParseRequestCacheControl(strings.Join(v, ", "))
+	return err != nil || cc.NoStore
 }
 
 // encoded reports a body still in a content coding.
