@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -133,9 +132,7 @@ func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http
 	if cc.NoCachePresent {
 		p.Fresh = 0
 	}
-	if age, err := strconv.ParseInt(strings.TrimSpace(h.Get("Age")), 10, 64); err == nil && age > 0 {
-		p.Fresh = max(0, p.Fresh-time.Duration(age)*time.Second)
-	}
+	p.Fresh = max(0, p.Fresh-InitialAge(h))
 	if cc.StaleWhileRevalidate >= 0 {
 		p.Stale = seconds(cc.StaleWhileRevalidate)
 	}
