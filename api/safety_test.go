@@ -213,6 +213,27 @@ func TestHTTPAHitsAgeCountsTheAgeItCameWith(t *testing.T) {
 	}
 }
 
+// TestHTTPA304SayingNoStoreRemovesTheStoredAnswer: the stored answer's
+// revalidation comes back 304 with Cache-Control: no-store; it is no
+// longer served, stale or otherwise.
+func TestHTTPA304SayingNoStoreRemovesTheStoredAnswer(t *testing.T) {
+	st := newStack(t)
+	st.up.set(answer("v1", "Cache-Control", "max-age=5", "ETag", `"v1"`))
+	st.get(t, "/open/s/1")
+	st.clock.Advance(6 * time.Second)
+	st.up.set(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotModified)
+	})
+	st.get(t, "/open/s/1") // stale; its refresh gets the 304
+	testutil.WaitFor(t, 5*time.Second, "the refresh", func() bool { return len(st.up.requests()) == 2 })
+	time.Sleep(50 * time.Millisecond) // the 304 applied
+	st.up.set(answer("v2"))
+	if resp, body := st.get(t, "/open/s/1"); body != "v2" {
+		t.Fatalf("after the 304: %s %q, want a fetch", resp.Header.Get("X-Cache"), body)
+	}
+}
+
 func TestHTTPUpstreamSeesOnlyLeveesForwardingAndNoOverrides(t *testing.T) {
 	st := newStack(t)
 	st.get(t, "/open/s/1",

@@ -410,6 +410,12 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 	if p.Store {
 		e.put(rt, r, pkey, f.vary, renewed)
 		f.stored = true
+	} else if p.forbidsStoring() {
+		// The 304's fields replace the stored ones (RFC 9111 §4.3.4), and
+		// they now say the answer may not be kept: the stored copy goes
+		// rather than be served stale on the old windows.
+		oldVary, _ := VaryNames(old.Header)
+		e.cfg.Cache.Delete(VaryKey(pkey, oldVary, r.Header))
 	}
 	return f
 }

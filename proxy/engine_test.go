@@ -270,3 +270,38 @@ func TestBudgetSpent(t *testing.T) {
 		}
 	})
 }
+
+// TestA304ThatForbidsStoringRemovesTheStoredAnswer: a 304's fields replace
+// the stored answer's (RFC 9111 §4.3.4); when they say it may no longer be
+// kept, the stored copy goes instead of being served stale on its old
+// windows. A 304 refused for what the request carries keeps it.
+func TestA304ThatForbidsStoringRemovesTheStoredAnswer(t *testing.T) {
+	tests := []struct {
+		name     string
+		notMod   []string // the 304's headers
+		wantKept bool
+	}{
+		{"no-store", []string{"Cache-Control", "no-store"}, false},
+		{"private", []string{"Cache-Control", "private"}, false},
+		{"a cookie", []string{"Cache-Control", "max-age=60", "Set-Cookie", "s=1"}, false},
+		{"still shareable", []string{"Cache-Control", "max-age=60"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.up.set(reply(200, "v1", "Cache-Control", "max-age=5", "ETag", `"v1"`))
+				wantResult(t, rg.serve(t, get("stories/1")), Miss, "v1")
+				time.Sleep(6 * time.Second)
+				rg.up.set(reply(http.StatusNotModified, "", tt.notMod...))
+				wantResult(t, rg.serve(t, get("stories/1")), Stale, "v1") // its refresh gets the 304
+				synctest.Wait()
+				rg.up.set(reply(200, "v2"))
+				got := rg.serve(t, get("stories/1"))
+				if kept := got.Result == Hit || got.Result == Stale; kept != tt.wantKept {
+					t.Fatalf("after the 304: %s %q, want the stored answer kept = %v", got.Result, got.Body, tt.wantKept)
+				}
+			})
+		})
+	}
+}

@@ -98,6 +98,18 @@ func encoded(h http.Header) bool {
 	return false
 }
 
+// forbidsStoring reports whether p refuses to store for what the answer
+// itself says (no-store, private, Set-Cookie, Vary: *, a Cache-Control
+// that does not parse), not for what this one request carries (its
+// credentials, its own no-store).
+func (p policy) forbidsStoring() bool {
+	switch p.Reason {
+	case "no-store", "private", "set-cookie", "vary-star", "bad-cache-control":
+		return true
+	}
+	return false
+}
+
 func (p policy) deny(reason string) policy {
 	p.Store, p.Reason = false, reason
 	return p
