@@ -192,6 +192,19 @@ func (e *Engine) RoutingKey(r *Request) (string, error) {
 	return routingKey(rt, r), nil
 }
 
+// Tenant returns the tenant a request on the named route with headers h
+// belongs to, as Serve resolves it: the tenant header's value, or the
+// tenant of the API key it carries (Route.Tenant). A request the route
+// refuses is an error wrapping ErrBadRequest; an unknown route, one
+// wrapping ErrUnknownRoute.
+func (e *Engine) Tenant(route string, h http.Header) (string, error) {
+	rt, ok := e.route(route)
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, route)
+	}
+	return rt.Tenant(h)
+}
+
 // InFlight returns the number of upstream fetches in flight.
 func (e *Engine) InFlight() int { return e.flights.InFlight() }
 

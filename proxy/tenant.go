@@ -40,6 +40,13 @@ func resolveTenant(rt *Route, h http.Header) (string, error) {
 	return tenant, err
 }
 
+// Tenant is the tenant a request with headers h belongs to on rt ("" for
+// none), or why rt refuses it (an error wrapping ErrBadRequest). It is the
+// one rule for every part of Levee that keeps tenants apart: the cache's
+// partitions here, and the job queue's (api), which must not tell tenants
+// apart any other way.
+func (rt *Route) Tenant(h http.Header) (string, error) { return resolveTenant(rt, h) }
+
 // tenantOf is resolveTenant for a request prepare has accepted.
 func tenantOf(rt *Route, h http.Header) string {
 	if rt == nil {

@@ -79,3 +79,30 @@ func TestTenantsFromCredentialsArePartitioned(t *testing.T) {
 		}
 	})
 }
+
+// TestEngineTenantIsTheRoutesRule: Engine.Tenant, which the job queue keeps
+// tenants apart by, resolves a route's tenant as Serve does (the key's
+// tenant, never a claimed header) and refuses what Serve refuses.
+func TestEngineTenantIsTheRoutesRule(t *testing.T) {
+	rt := testRoute()
+	rt.TenantHeader = "X-Tenant" // ignored in credential mode
+	rt.TenantKeyHeader = "x-api-key"
+	rt.TenantKeys = map[string]string{KeyHash("acme-1"): "acme"}
+	rg := newRig(t, rt)
+	for _, tc := range []struct {
+		name, route string
+		h           http.Header
+		want        string
+		err         error
+	}{
+		{"a key of acme", rt.Name, http.Header{"X-Api-Key": {"acme-1"}}, "acme", nil},
+		{"a claimed tenant", rt.Name, http.Header{"X-Tenant": {"acme"}}, "", nil},
+		{"two keys", rt.Name, http.Header{"X-Api-Key": {"acme-1", "acme-1"}}, "", ErrBadRequest},
+		{"an unknown route", "gone", http.Header{"X-Api-Key": {"acme-1"}}, "", ErrUnknownRoute},
+	} {
+		got, err := rg.engine.Tenant(tc.route, tc.h)
+		if got != tc.want || (tc.err == nil) != (err == nil) || (tc.err != nil && !errors.Is(err, tc.err)) {
+			t.Errorf("%s: %q, %v; want %q, %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
