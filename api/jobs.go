@@ -107,9 +107,15 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, req *proxy.Requ
 // jobRequest is the job for req: checked as the proxy would check the call
 // (tenant, path, body), with the client's Idempotency-Key taken out of the
 // headers (every attempt carries the job's key) and Prefer too (it was
-// addressed to Levee).
+// addressed to Levee). Its tenant is the engine's, in either mode: a
+// job's tenant scopes its Idempotency-Key and who reads it, so a tenant
+// taken from an API key must not become "" here.
 func (s *Server) jobRequest(req *proxy.Request) (queue.Request, error) {
 	if _, err := s.cfg.Engine.RoutingKey(req); err != nil {
+		return queue.Request{}, err
+	}
+	tenant, err := s.cfg.Engine.Tenant(req.Route, req.Header)
+	if err != nil {
 		return queue.Request{}, err
 	}
 	rt, _ := s.routeByName(req.Route)
@@ -121,10 +127,7 @@ func (s *Server) jobRequest(req *proxy.Request) (queue.Request, error) {
 	h.Del("Idempotency-Key")
 	h.Del("Prefer")
 	qr := queue.Request{Route: req.Route, Method: req.Method, Path: req.Path, RawQuery: req.RawQuery,
-		Header: h, Body: req.Body, Key: key, ClientKey: key != "", Host: rt.Host}
-	if rt.TenantHeader != "" {
-		qr.Tenant = h.Get(rt.TenantHeader)
-	}
+		Header: h, Body: req.Body, Key: key, ClientKey: key != "", Host: rt.Host, Tenant: tenant}
 	return qr, nil
 }
 
@@ -177,8 +180,8 @@ func jobView(j queue.Job) JobView {
 }
 
 // job answers GET /-/jobs/{id}: the job's id is a capability (128 random
-// bits), and on a route with a tenant header only that tenant (or the
-// admin token) reads it; anyone else gets the 404 an unknown id gets.
+// bits), and a tenant's job is read only by a request of that tenant (or
+// with the admin token); anyone else gets the 404 an unknown id gets.
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	j, ok := s.visibleJob(r, r.PathValue("id"))
 	if !ok {
@@ -199,8 +202,13 @@ func (s *Server) visibleJob(r *http.Request, id string) (queue.Job, bool) {
 	if s.checkAdmin(r) == nil {
 		return j, true
 	}
-	rt, _ := s.routeByName(j.Req.Route)
-	return j, rt.TenantHeader == "" || r.Header.Get(rt.TenantHeader) == j.Req.Tenant
+	// The reader's tenant by the route's rule, as the job's was: in
+	// credential mode the tenant of the key r carries, never one r merely
+	// names. A request the route would refuse (two keys), or one on a
+	// route a reload removed, belongs to no tenant and reads no job: those
+	// are the admin's.
+	tenant, err := s.cfg.Engine.Tenant(j.Req.Route, r.Header)
+	return j, err == nil && tenant == j.Req.Tenant
 }
 
 // jobs answers GET /-/jobs?state=S&after=ID&limit=N (admin token): a page

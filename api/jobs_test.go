@@ -196,6 +196,54 @@ func TestAJobIsReadOnlyByItsTenantOrTheAdmin(t *testing.T) {
 	}
 }
 
+// TestCredentialTenantsKeepTheirOwnJobs: on a route whose tenant comes
+// from an API key, the same Idempotency-Key sent by two tenants makes two
+// jobs, each with its own write, and only a key of the job's tenant (or
+// the admin token) reads it; naming the tenant in another header does not.
+// Before the tenant was the engine's, every such job had no tenant: the
+// second tenant got the first one's job (its write lost) and read it.
+func TestCredentialTenantsKeepTheirOwnJobs(t *testing.T) {
+	jobs := newLocalJobs(roomyBounds)
+	s := jobsServer(t, &fakeEngine{resp: okResponse()}, jobs, func(c *Config) {
+		c.Routes = append(c.Routes, RouteInfo{Name: "keyed", Prefix: "/keyed/", Host: "https://api:443"})
+	})
+	post := func(who, key string) accepted {
+		t.Helper()
+		return mustAccept(t, serve(t, s, request(http.MethodPost, "/keyed/orders", `{"who":"`+who+`"}`,
+			"Prefer", "respond-async", "X-Api-Key", key, "Idempotency-Key", "order-1")))
+	}
+	acme, globex := post("acme", "acme-secret"), post("globex", "globex-secret")
+	if globex.ID == acme.ID {
+		t.Fatal("globex answered 202 with acme's job: its write never runs")
+	}
+	for id, want := range map[string]string{acme.ID: "acme", globex.ID: "globex"} {
+		if j, ok := jobs.Job(id); !ok || j.Req.Tenant != want || string(j.Req.Body) != `{"who":"`+want+`"}` {
+			t.Errorf("job %s: tenant %q body %s, want %s's own write", id, j.Req.Tenant, j.Req.Body, want)
+		}
+	}
+	if again := post("acme", "acme-secret"); again.ID != acme.ID {
+		t.Errorf("acme's second order-1 made job %s, want its first, %s", again.ID, acme.ID)
+	}
+	for _, tt := range []struct {
+		name, id string
+		kv       []string
+		want     int
+	}{
+		{"acme reads its job", acme.ID, []string{"X-Api-Key", "acme-secret"}, http.StatusOK},
+		{"globex reads its job", globex.ID, []string{"X-Api-Key", "globex-secret"}, http.StatusOK},
+		{"globex reads acme's", acme.ID, []string{"X-Api-Key", "globex-secret"}, http.StatusNotFound},
+		{"an unknown key", acme.ID, []string{"X-Api-Key", "guess"}, http.StatusNotFound},
+		{"no key", acme.ID, nil, http.StatusNotFound},
+		{"a claimed tenant header", acme.ID, []string{"X-Tenant", "acme"}, http.StatusNotFound},
+		{"two keys", acme.ID, []string{"X-Api-Key", "acme-secret", "X-Api-Key", "globex-secret"}, http.StatusNotFound},
+		{"the admin", acme.ID, []string{"Authorization", "Bearer tok"}, http.StatusOK},
+	} {
+		if w := serve(t, s, request(http.MethodGet, "/-/jobs/"+tt.id, "", tt.kv...)); w.Code != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, w.Code, tt.want)
+		}
+	}
+}
+
 // TestAnEnqueueThatCannotBeKeptAnswers503: a full queue and an enqueue
 // that did not commit (no quorum) are both 503 with Retry-After, and
 // nothing is promised; an Idempotency-Key past its bound is a 400.

@@ -21,12 +21,30 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeEngine records every request it is asked to serve and answers with a
-// canned response or error.
+// canned response or error. It resolves tenants by the real rule
+// (proxy.Route.Tenant) over fakeTenancy's routes.
 type fakeEngine struct {
 	mu    sync.Mutex
 	calls []*proxy.Request
 	resp  *proxy.Response
 	err   error
+}
+
+// fakeTenancy is how the fake engine's routes name tenants: comments by
+// the X-Tenant header, keyed by the API key in X-Api-Key (acme-secret is
+// acme's, globex-secret globex's); any other route has no tenants.
+var fakeTenancy = map[string]*proxy.Route{
+	"comments": {Name: "comments", TenantHeader: "X-Tenant"},
+	"keyed": {Name: "keyed", TenantKeyHeader: "X-Api-Key",
+		TenantKeys: map[string]string{proxy.KeyHash("acme-secret"): "acme", proxy.KeyHash("globex-secret"): "globex"}},
+}
+
+func (f *fakeEngine) Tenant(route string, h http.Header) (string, error) {
+	rt, ok := fakeTenancy[route]
+	if !ok {
+		return "", nil
+	}
+	return rt.Tenant(h)
 }
 
 func (f *fakeEngine) Serve(_ context.Context, r *proxy.Request) (*proxy.Response, error) {

@@ -20,6 +20,10 @@ import (
 type Engine interface {
 	Serve(ctx context.Context, r *proxy.Request) (*proxy.Response, error)
 	RoutingKey(r *proxy.Request) (string, error)
+	// Tenant is the tenant a request on route with headers h belongs to,
+	// resolved as Serve resolves it (a tenant header's value, or the
+	// tenant of an API key): the job queue keeps tenants apart by it.
+	Tenant(route string, h http.Header) (string, error)
 }
 
 // Peers is the cluster as the data plane sees it: who owns a key, and how to
@@ -51,8 +55,10 @@ type Observer interface {
 
 // RouteInfo is what the API needs to know of a route to match requests.
 type RouteInfo struct {
-	Name         string
-	Prefix       string // starts and ends with "/"
+	Name   string
+	Prefix string // starts and ends with "/"
+	// TenantHeader is the route's tenant header in header mode, for
+	// GET /-/cluster/owner?tenant=; a request's tenant is the Engine's.
 	TenantHeader string
 	// Host is the upstream host the route calls (hostkey.Of): jobs are
 	// paced by it.

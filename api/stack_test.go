@@ -115,6 +115,12 @@ func stackRoutes(upstreamURL string) []*proxy.Route {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
+	return newStackWith(t, nil)
+}
+
+// newStackWith is newStack with edit adjusting the server's config.
+func newStackWith(t *testing.T, edit func(*Config)) *stack {
+	t.Helper()
 	st := &stack{clock: testutil.NewClock(time.Time{}), up: &recordingUpstream{handler: answer("hello")}}
 	upSrv := httptest.NewServer(st.up)
 	t.Cleanup(upSrv.Close)
@@ -125,8 +131,12 @@ func newStack(t *testing.T) *stack {
 		rt, _ := st.engine.Route(name)
 		infos = append(infos, RouteInfo{Name: rt.Name, Prefix: rt.Prefix, TenantHeader: rt.TenantHeader})
 	}
-	srv, err := New(Config{Node: "n1", Routes: infos, Engine: st.engine, Now: st.clock.Now,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	cfg := Config{Node: "n1", Routes: infos, Engine: st.engine, Now: st.clock.Now,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
