@@ -36,10 +36,29 @@ func (f peerForward) remove(ctx context.Context, leaderID, _, id string) error {
 
 // busyAsTimeout gives a leader's "could not act now" the sentinel the
 // follower's own commit would have had (consensus.ErrTimeout: outcome
-// unknown, retry), which the API answers with 503 + Retry-After.
+// unknown, retry), which the API answers with 503 + Retry-After for an
+// admin command, and which makes an enqueue submit its job again
+// (Uncommitted says no: the leader's words do not say whether it was
+// appended).
 func busyAsTimeout(out []byte, err error) ([]byte, error) {
 	if errors.Is(err, peer.ErrLeaderBusy) {
 		return nil, fmt.Errorf("%w: %w", consensus.ErrTimeout, err)
 	}
 	return out, err
+}
+
+// Uncommitted reports whether err, from Propose (through the peer forward
+// above), proves the proposal never reached the log and never will: no
+// leader was known, raft refused it as not the leader before appending it
+// (raft answers an appended entry it cannot finish with
+// ErrLeadershipLost, an ErrTimeout here), the leader refused it unappended,
+// or the forward provably never reached the leader. Anything else,
+// consensus.ErrTimeout and a leader's "could not act now" above all, may
+// have been appended and may still commit (queue.Service.Uncommitted).
+func Uncommitted(err error) bool {
+	if errors.Is(err, consensus.ErrTimeout) || errors.Is(err, consensus.ErrClosed) {
+		return false // even when it also wraps one of the below
+	}
+	return errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrNotLeader) ||
+		errors.Is(err, consensus.ErrRefused) || errors.Is(err, peer.ErrNotSent)
 }

@@ -25,3 +25,35 @@ func TestALeaderThatCouldNotActIsATimeoutHere(t *testing.T) {
 		t.Errorf("result: %v, %v", out, err)
 	}
 }
+
+// TestUncommittedIsOnlyWhatNeverReachedTheLog: only errors that prove a
+// proposal was never appended say so; an outcome raft or the leader left
+// unknown never does, whatever else it wraps.
+func TestUncommittedIsOnlyWhatNeverReachedTheLog(t *testing.T) {
+	forward := func(err error) error { return fmt.Errorf("consensus: forward to leader n1: %w", err) }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no leader", fmt.Errorf("%w: context deadline exceeded", consensus.ErrNoLeader), true},
+		{"not the leader", fmt.Errorf("%w: raft: node is not the leader", consensus.ErrNotLeader), true},
+		{"refused by the leader", fmt.Errorf("%w: from \"n2\": bad", consensus.ErrRefused), true},
+		{"forward never sent", forward(fmt.Errorf("%w: %w: dial", peer.ErrUnreachable, peer.ErrNotSent)), true},
+		{"leadership lost mid-commit", fmt.Errorf("%w: outcome unknown: leadership lost while committing log", consensus.ErrTimeout), false},
+		{"commit wait ended", fmt.Errorf("%w: outcome unknown: context deadline exceeded", consensus.ErrTimeout), false},
+		{"closed mid-commit", fmt.Errorf("%w: outcome unknown", consensus.ErrClosed), false},
+		{"the leader could not act", func() error {
+			_, err := busyAsTimeout(nil, fmt.Errorf("%w: not the leader", peer.ErrLeaderBusy))
+			return err
+		}(), false},
+		{"forward unanswered", forward(fmt.Errorf("%w: no answer", peer.ErrTimeout)), false},
+		{"forward cut off", forward(fmt.Errorf("%w: connection reset", peer.ErrUnreachable)), false},
+		{"timeout wrapping not-leader", fmt.Errorf("%w: %w", consensus.ErrTimeout, consensus.ErrNotLeader), false},
+		{"anything else", errors.New("raft: apply failed"), false},
+	} {
+		if got := Uncommitted(tc.err); got != tc.want {
+			t.Errorf("%s (%v): %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,8 +10,26 @@ import (
 
 // ErrUnavailable wraps an enqueue, replay or delete that could not be
 // committed (no quorum, a timeout): nothing is promised, the client may
-// retry.
+// retry. An enqueue wraps it only when nothing of it can commit any more
+// (Service.Uncommitted said so); otherwise see ErrOutcomeUnknown.
 var ErrUnavailable = errors.New("queue: not committed")
+
+// ErrOutcomeUnknown wraps an enqueue that may have been committed, or may
+// still be: a proposal of it reached the log and was neither answered nor
+// proven lost (a leader lost its leadership mid-commit, a commit or a
+// forward to the leader timed out), and resubmitting it with the same job
+// id gave no definite answer within Service.CommitWait. The Result
+// returned with it holds the job's id: if the job exists, or appears
+// later, it is that one job, never two.
+var ErrOutcomeUnknown = errors.New("queue: outcome unknown")
+
+// Resubmission pacing while an enqueue's outcome is unknown: Submit itself
+// waits for a leader, so this only spaces out quick failures.
+const (
+	defaultCommitWait = 10 * time.Second
+	resubmitPause     = 25 * time.Millisecond
+	maxResubmitPause  = 500 * time.Millisecond
+)
 
 // Service is the queue as the API sees it: commits through the log, reads
 // from this node's committed Table.
@@ -26,6 +45,16 @@ type Service struct {
 	// Now stamps commands (the leader restamps a follower's). Default
 	// time.Now.
 	Now func() time.Time
+	// Uncommitted reports whether an error of Submit proves that the
+	// command never reached the log and never will (no leader, a node
+	// that was not the leader, a forward that was never sent), so that
+	// nothing was promised. Default nil: no error proves it, and every
+	// failed enqueue is resubmitted until it commits or CommitWait ends.
+	Uncommitted func(error) bool
+	// CommitWait bounds how long Enqueue resubmits an enqueue whose
+	// outcome is unknown, the request's own deadline permitting. Default
+	// 10s.
+	CommitWait time.Duration
 }
 
 // Enqueue commits req as a new job, or finds the job the same client
@@ -33,14 +62,69 @@ type Service struct {
 // Without a client key the job gets one of Levee's, "levee-" and its id.
 // The Result names the job; a full queue is refused (Result.Err wraps
 // ErrRefused). A request past a job's bounds is refused unproposed, with
-// an error wrapping ErrBadCommand.
+// an error wrapping ErrBadCommand. A commit that failed before anything
+// reached the log wraps ErrUnavailable; one whose outcome stayed unknown
+// wraps ErrOutcomeUnknown and comes with the job's id (see settle).
 func (s *Service) Enqueue(ctx context.Context, req Request) (Result, error) {
 	id := NewID()
 	req.ClientKey = req.Key != ""
 	if !req.ClientKey {
 		req.Key = "levee-" + id
 	}
-	return s.submit(ctx, Command{Op: OpEnqueue, ID: id, Req: &req, MaxJobs: s.Bounds.MaxJobs, MaxBytes: s.Bounds.MaxBytes})
+	c := s.stamp(Command{Op: OpEnqueue, ID: id, Req: &req, MaxJobs: s.Bounds.MaxJobs, MaxBytes: s.Bounds.MaxBytes})
+	b, err := c.Encode()
+	if err != nil {
+		return Result{}, err // the caller's bad input: never proposed
+	}
+	return s.settle(ctx, id, b)
+}
+
+// settle submits the enqueue b of job id until its outcome is known. A
+// proposal whose outcome is unknown may still commit: answering "not
+// committed" then would invite the client to send the write again, and
+// without an Idempotency-Key that makes a second job. So the same command
+// is submitted again: the Table applies a job id once (a second entry
+// answers the first's job, Existing), so whichever entries commit, the
+// first makes the job and the rest find it. A refusal after an unknown
+// attempt proves nothing about that attempt (a forward to the leader may
+// still land), so it stays unknown too.
+func (s *Service) settle(ctx context.Context, id string, b []byte) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.CommitWait, defaultCommitWait))
+	defer cancel()
+	var unknown error // the last failure that did not prove the command lost
+	for pause := resubmitPause; ; pause = min(2*pause, maxResubmitPause) {
+		out, err := s.Submit(ctx, b)
+		if err == nil {
+			res, err := DecodeResult(out)
+			if err == nil && res.Refused != "" && unknown != nil {
+				return Result{ID: id}, fmt.Errorf("%w: job %s refused (%s) after an attempt that may commit: %w",
+					ErrOutcomeUnknown, id, res.Refused, unknown)
+			}
+			return res, err
+		}
+		lost := s.Uncommitted != nil && s.Uncommitted(err)
+		if lost && unknown == nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if !lost {
+			unknown = err
+		}
+		if !sleep(ctx, pause) {
+			return Result{ID: id}, fmt.Errorf("%w: job %s: %w", ErrOutcomeUnknown, id, unknown)
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Replay queues dead job id again with its attempts reset.
@@ -61,13 +145,18 @@ func (s *Service) List(state State, after string, limit int) ([]Job, string) {
 	return s.Table.List(state, after, limit)
 }
 
-func (s *Service) submit(ctx context.Context, c Command) (Result, error) {
+// stamp sets c's version, node and time.
+func (s *Service) stamp(c Command) Command {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	c.V, c.Node, c.At = CommandVersion, s.Node, now().UnixNano()
-	b, err := c.Encode()
+	return c
+}
+
+func (s *Service) submit(ctx context.Context, c Command) (Result, error) {
+	b, err := s.stamp(c).Encode()
 	if err != nil {
 		return Result{}, err // the caller's bad input: never proposed
 	}

@@ -81,10 +81,14 @@ func TestReplayAndDeleteGoThroughTheLog(t *testing.T) {
 	}
 }
 
+// TestAnUncommittedEnqueueIsUnavailable: a failure that proves the
+// enqueue never reached the log (Uncommitted) is ErrUnavailable wrapping
+// its cause; see settle_test.go for the failures that do not.
 func TestAnUncommittedEnqueueIsUnavailable(t *testing.T) {
 	cause := errors.New("no quorum")
 	s := &Service{Node: "n1", Table: NewTable(), Bounds: Bounds{MaxJobs: 10, MaxBytes: 1 << 20},
-		Submit: func(context.Context, []byte) ([]byte, error) { return nil, cause }}
+		Submit:      func(context.Context, []byte) ([]byte, error) { return nil, cause },
+		Uncommitted: func(err error) bool { return errors.Is(err, cause) }}
 	_, err := s.Enqueue(t.Context(), *newReq("pay", "acme", "", false))
 	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, cause) {
 		t.Fatalf("Enqueue = %v, want ErrUnavailable wrapping the cause", err)
