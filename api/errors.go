@@ -15,6 +15,7 @@ import (
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream"
 )
 
@@ -91,6 +92,10 @@ func classify(err error) problemKind {
 	var open *breaker.OpenError
 	var remote *peer.RemoteError
 	switch {
+	case errors.Is(err, queue.ErrOutcomeUnknown):
+		// First: it wraps consensus.ErrTimeout and deadlines, which would
+		// read as "cluster unavailable, retry" (503).
+		return fixed(http.StatusGatewayTimeout, "outcome unknown", detailJobOutcomeUnknown)
 	case errors.As(err, &remote):
 		return relayed(remote)
 	case errors.Is(err, ErrOutcomeUnknown) && errors.Is(err, peer.ErrTimeout):
@@ -191,6 +196,8 @@ func problemType(title string) string {
 const (
 	detailOutcomeUnknown = "the node that owns this request did not answer and it was not run again here, " +
 		"so its outcome is unknown; send an Idempotency-Key to make a write repeatable"
+	detailJobOutcomeUnknown = "the job may have been committed: the cluster lost its leader or did not answer in time. " +
+		"GET its Location before sending the write again, or send it again with the same Idempotency-Key"
 	detailBreakerOpen = "the upstream of this route is failing and its circuit breaker is open; retry after the Retry-After delay"
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream"
 )
 
@@ -40,6 +41,7 @@ func TestErrorMapping(t *testing.T) {
 		{"limited by the token bucket", &upstream.LimitedError{Cap: "host token", RetryAfter: 4200 * time.Millisecond}, 503, "5"},
 		{"outcome unknown", fmt.Errorf("%w: %w", ErrOutcomeUnknown, peer.ErrUnreachable), 502, ""},
 		{"outcome unknown, timed out", fmt.Errorf("%w: %w", ErrOutcomeUnknown, peer.ErrTimeout), 504, ""},
+		{"enqueue outcome unknown", fmt.Errorf("%w: job x: %w: outcome unknown: %w", queue.ErrOutcomeUnknown, consensus.ErrTimeout, context.DeadlineExceeded), 504, ""},
 		{"unavailable", upstream.ErrUnavailable, 502, ""},
 		{"too large", upstream.ErrTooLarge, 502, ""},
 		{"upstream status", proxy.ErrUpstreamStatus, 502, ""},

@@ -72,7 +72,10 @@ func prefersAsync(h http.Header) bool {
 	return false
 }
 
-// enqueue commits req as a job and answers 202 with its Location.
+// enqueue commits req as a job and answers 202 with its Location. An
+// enqueue whose commit is unknown (queue.ErrOutcomeUnknown) is a 504 that
+// still names the job's Location: the job may exist, now or soon, and a
+// 503 would tell the client to send the write again.
 func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, req *proxy.Request, async bool, start time.Time) {
 	qr, err := s.jobRequest(req)
 	if err != nil {
@@ -84,8 +87,15 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, req *proxy.Requ
 	case errors.Is(err, queue.ErrBadCommand): // past a job's bounds: never proposed
 		s.fail(w, r, req.Route, fmt.Errorf("%w: %w", proxy.ErrBadRequest, err), start)
 		return
-	case err != nil:
+	case errors.Is(err, queue.ErrOutcomeUnknown): // may be committed: never "nothing was promised"
+		w.Header().Set("Location", "/-/jobs/"+res.ID)
+		s.fail(w, r, req.Route, err, start)
+		return
+	case errors.Is(err, queue.ErrUnavailable): // provably not committed
 		s.fail(w, r, req.Route, fmt.Errorf("%w: %w", ErrUnavailable, err), start)
+		return
+	case err != nil: // committed, but its answer unreadable
+		s.fail(w, r, req.Route, err, start)
 		return
 	case res.Refused == queue.RefusedFull:
 		s.fail(w, r, req.Route, ErrQueueFull, start)

@@ -11,29 +11,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/queue"
 )
 
 // localJobs is a queue.Service whose log is this process: each command is
-// applied to its Table at once, or fails with fail when that is set.
+// applied to its Table at once, or fails with fail when that is set. The
+// first Submits play steps instead, when given. No leader and not the
+// leader prove a command uncommitted, as control.Uncommitted says.
 type localJobs struct {
 	*queue.Service
-	fail error
+	fail    error
+	steps   []logStep
+	submits int
+}
+
+// logStep is one Submit: apply the command or not, then answer err.
+type logStep struct {
+	apply bool
+	err   error
 }
 
 func newLocalJobs(bounds queue.Bounds) *localJobs {
 	lj := &localJobs{}
 	table := queue.NewTable()
 	lj.Service = &queue.Service{Node: "n1", Table: table, Bounds: bounds, Now: func() time.Time { return fixedNow },
+		CommitWait: 200 * time.Millisecond,
+		Uncommitted: func(err error) bool {
+			return errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrNotLeader)
+		},
 		Submit: func(_ context.Context, data []byte) ([]byte, error) {
-			if lj.fail != nil {
-				return nil, lj.fail
+			step := logStep{apply: lj.fail == nil, err: lj.fail}
+			if lj.submits < len(lj.steps) {
+				step = lj.steps[lj.submits]
 			}
-			c, err := queue.DecodeCommand(data)
-			if err != nil {
-				return nil, err
+			lj.submits++
+			var res queue.Result
+			if step.apply {
+				c, err := queue.DecodeCommand(data)
+				if err != nil {
+					return nil, err
+				}
+				res = table.Apply(c)
 			}
-			return table.Apply(c).Encode()
+			if step.err != nil {
+				return nil, step.err
+			}
+			return res.Encode()
 		}}
 	return lj
 }
@@ -255,13 +280,71 @@ func TestAnEnqueueThatCannotBeKeptAnswers503(t *testing.T) {
 	if p := checkProblem(t, w.Code, w.Header(), w.Body, http.StatusServiceUnavailable); p.Title != "queue full" || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("full queue: %+v, Retry-After %q", p, w.Header().Get("Retry-After"))
 	}
-	jobs.fail = errors.New("consensus: no leader")
+	jobs.fail = fmt.Errorf("%w: context deadline exceeded", consensus.ErrNoLeader)
 	w = serve(t, s, request(http.MethodPost, "/comments/c", "{}", "Prefer", "respond-async"))
 	if p := checkProblem(t, w.Code, w.Header(), w.Body, http.StatusServiceUnavailable); p.Title != "cluster unavailable" || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("uncommitted enqueue: %+v", p)
 	}
 	w = serve(t, s, request(http.MethodPost, "/comments/d", "{}", "Prefer", "respond-async", "Idempotency-Key", strings.Repeat("k", 300)))
 	checkProblem(t, w.Code, w.Header(), w.Body, http.StatusBadRequest)
+}
+
+// TestAnEnqueueWhoseCommitIsUnknownIsNever503: an enqueue whose proposal
+// may have committed (leadership lost mid-commit, a leader that could not
+// act, a timeout: consensus.ErrTimeout) is submitted again as the same job
+// until it commits, making one job; if it never says, the answer is a 504
+// outcome-unknown naming the job's Location, never the 503 that tells
+// the client nothing was promised and invites it to send the write again.
+// Only a commit that provably never reached the log is a 503.
+func TestAnEnqueueWhoseCommitIsUnknownIsNever503(t *testing.T) {
+	lost := fmt.Errorf("%w: outcome unknown: leadership lost while committing log", consensus.ErrTimeout)
+	busy := fmt.Errorf("%w: %w: consensus: timeout", consensus.ErrTimeout, peer.ErrLeaderBusy)
+	noLeader := fmt.Errorf("%w: context deadline exceeded", consensus.ErrNoLeader)
+	for _, tc := range []struct {
+		name     string
+		steps    []logStep
+		fail     error // after the steps
+		want     int
+		wantJobs int
+	}{
+		{"committed, then leadership lost", []logStep{{apply: true, err: lost}}, nil, http.StatusAccepted, 1},
+		{"leadership lost before it committed", []logStep{{err: lost}}, nil, http.StatusAccepted, 1},
+		{"the leader could not act, then no leader", []logStep{{apply: true, err: busy}, {err: noLeader}}, nil, http.StatusAccepted, 1},
+		{"leadership lost, then never known", nil, lost, http.StatusGatewayTimeout, 0},
+		{"committed, then never known", []logStep{{apply: true, err: lost}}, lost, http.StatusGatewayTimeout, 1},
+		{"unknown, then no leader", []logStep{{err: busy}}, noLeader, http.StatusGatewayTimeout, 0},
+		{"no leader", nil, noLeader, http.StatusServiceUnavailable, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			jobs := newLocalJobs(roomyBounds)
+			jobs.steps, jobs.fail = tc.steps, tc.fail
+			s := jobsServer(t, &fakeEngine{resp: okResponse()}, jobs, nil)
+			w := serve(t, s, request(http.MethodPost, "/comments/a", "{}", "Prefer", "respond-async", "X-Tenant", "acme"))
+			if got := jobs.Table.Stats().Jobs; w.Code != tc.want || got != tc.wantJobs {
+				t.Fatalf("%d with %d jobs, want %d with %d: %s", w.Code, got, tc.want, tc.wantJobs, w.Body)
+			}
+			switch tc.want {
+			case http.StatusAccepted:
+				mustAccept(t, w)
+			case http.StatusGatewayTimeout:
+				p := checkProblem(t, w.Code, w.Header(), w.Body, tc.want)
+				loc := w.Header().Get("Location")
+				if p.Type != "urn:levee:problem:outcome-unknown" || !strings.HasPrefix(loc, "/-/jobs/") || len(loc) != len("/-/jobs/")+32 ||
+					w.Header().Get("Retry-After") != "" {
+					t.Fatalf("problem %+v, Location %q, Retry-After %q: want outcome-unknown naming the job, no Retry-After",
+						p, loc, w.Header().Get("Retry-After"))
+				}
+				want := map[int]int{0: http.StatusNotFound, 1: http.StatusOK}[tc.wantJobs]
+				if r := serve(t, s, request(http.MethodGet, loc, "", "X-Tenant", "acme")); r.Code != want {
+					t.Fatalf("GET the Location: %d, want %d", r.Code, want)
+				}
+			case http.StatusServiceUnavailable:
+				if p := checkProblem(t, w.Code, w.Header(), w.Body, tc.want); p.Title != "cluster unavailable" || w.Header().Get("Location") != "" {
+					t.Fatalf("problem %+v, Location %q: want nothing promised", p, w.Header().Get("Location"))
+				}
+			}
+		})
+	}
 }
 
 // TestJobManagementNeedsTheAdminToken: listing, replaying and deleting
