@@ -133,8 +133,10 @@ func Read(r io.Reader, fn func(*peer.Entry)) (n int, err error) {
 		if err != nil || size == 0 || size > peer.MaxMessage {
 			return n, fmt.Errorf("%w: bad frame length after %d entries", ErrCorrupt, n)
 		}
-		b := make([]byte, size)
-		if _, err := io.ReadFull(br, b); err != nil {
+		// Read as it comes: a damaged length must not allocate 64 MiB on
+		// its word alone, as a peer's may not (peer.ReadBody).
+		b, err := peer.ReadBody(io.LimitReader(br, int64(size)), int64(size))
+		if err != nil || uint64(len(b)) != size {
 			return n, fmt.Errorf("%w: truncated after %d entries", ErrCorrupt, n)
 		}
 		var e peer.Entry

@@ -2,9 +2,11 @@ package cachefile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -156,4 +158,26 @@ func FuzzRead(f *testing.F) {
 			t.Fatal("negative count")
 		}
 	})
+}
+
+// TestADamagedLengthAllocatesOnlyWhatTheFileHolds: a frame claiming
+// 60 MiB in a file of a few bytes is ErrCorrupt, and reading it allocates
+// about what the file holds, not what the length says.
+func TestADamagedLengthAllocatesOnlyWhatTheFileHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad")
+	content := binary.AppendUvarint([]byte(magic), 60<<20)
+	content = append(content, "only a few bytes"...)
+	if err := os.WriteFile(path, content, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := keysOf(t, path)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<20 {
+		t.Fatalf("reading it allocated %d bytes", got)
+	}
 }
