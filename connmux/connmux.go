@@ -34,6 +34,13 @@ type Config struct {
 	// that does not authenticate and speak in this time is dropped, so an
 	// unauthenticated one cannot hold a connection. Default 10s.
 	HandshakeTimeout time.Duration
+	// MaxHandshakes caps the connections authenticating at once. Past
+	// it a new connection is closed at once: whoever reaches the port
+	// without the cluster's credentials holds at most this many sockets
+	// and goroutines, for HandshakeTimeout each, instead of the node's
+	// file descriptors (a slowloris). Nodes keep their connections, so
+	// they seldom need a slot. Default 256.
+	MaxHandshakes int
 	// Logger gets refused connections at debug level. Default: discard.
 	Logger *slog.Logger
 }
@@ -49,6 +56,10 @@ type Mux struct {
 	kinds map[byte]*listener
 	def   *listener
 
+	// handshakes holds a token per connection authenticating
+	// (Config.MaxHandshakes).
+	handshakes chan struct{}
+
 	done chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
@@ -62,6 +73,9 @@ func Listen(bind, advertiseHost string, cfg Config) (*Mux, error) {
 	}
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 10 * time.Second
+	}
+	if cfg.MaxHandshakes <= 0 {
+		cfg.MaxHandshakes = 256
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -80,7 +94,8 @@ func Listen(bind, advertiseHost string, cfg Config) (*Mux, error) {
 		}
 		advertise = a
 	}
-	return &Mux{cfg: cfg, ln: ln, advertise: advertise, kinds: map[byte]*listener{}, done: make(chan struct{})}, nil
+	return &Mux{cfg: cfg, ln: ln, advertise: advertise, kinds: map[byte]*listener{}, done: make(chan struct{}),
+		handshakes: make(chan struct{}, cfg.MaxHandshakes)}, nil
 }
 
 // Addr is the advertised address.
@@ -135,6 +150,13 @@ func (m *Mux) acceptLoop() {
 			}
 			continue
 		}
+		select {
+		case m.handshakes <- struct{}{}:
+		default:
+			m.cfg.Logger.Debug("internal port: too many connections authenticating; closed", "remote", c.RemoteAddr().String())
+			c.Close()
+			continue
+		}
 		m.wg.Go(func() { m.route(c) })
 	}
 }
@@ -144,6 +166,7 @@ func (m *Mux) acceptLoop() {
 func (m *Mux) route(raw net.Conn) {
 	tc := tls.Server(raw, m.cfg.TLS)
 	kind, err := m.open(tc)
+	<-m.handshakes
 	if err != nil {
 		m.cfg.Logger.Debug("internal port: connection refused", "remote", raw.RemoteAddr().String(), "err", err)
 		raw.Close()

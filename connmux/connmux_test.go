@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -167,5 +169,55 @@ func TestCloseEndsAcceptAndRefusesNewConnections(t *testing.T) {
 func TestListenRefusesATLSConfigThatDoesNotCheckClients(t *testing.T) {
 	if _, err := Listen("127.0.0.1:0", "", Config{TLS: &tls.Config{}}); err == nil {
 		t.Fatal("a Mux without client certificates was accepted")
+	}
+}
+
+// TestConnectionsPastTheHandshakeCapAreClosedAtOnce: clients that connect
+// and never authenticate hold at most MaxHandshakes slots; one more is
+// closed at once, and a node is served again once the silent ones go.
+func TestConnectionsPastTheHandshakeCapAreClosedAtOnce(t *testing.T) {
+	m, err := Listen("127.0.0.1:0", "", Config{TLS: identity(t, "n1", secret).ServerConfig(),
+		HandshakeTimeout: time.Minute, MaxHandshakes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := m.Listener(KindPeer)
+	m.Serve()
+	t.Cleanup(func() { m.Close() })
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", m.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	time.Sleep(100 * time.Millisecond) // both accepted, both authenticating
+	extra, err := net.Dial("tcp", m.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the connection past the cap: %v, want it closed (the cap holds for a minute otherwise)", err)
+	}
+	for _, c := range silent {
+		c.Close()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var c net.Conn
+	for c == nil { // the slots free as the Mux reads the closes
+		if c, err = Dial(ctx, m.Addr().String(), KindPeer, identity(t, "n2", secret).ClientConfig()); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("no slot freed: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	defer c.Close()
+	if accept(t, peer) == nil {
+		t.Fatal("a node was not served after the silent clients left")
 	}
 }
