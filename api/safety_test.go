@@ -240,10 +240,11 @@ func TestHTTPUpstreamSeesOnlyLeveesForwardingAndNoOverrides(t *testing.T) {
 		"X-HTTP-Method-Override", "DELETE", "X-HTTP-Method", "DELETE", "X-Method-Override", "DELETE",
 		"X-Original-URL", "/admin", "X-Rewrite-URL", "/admin",
 		"X-Forwarded-For", "6.6.6.6", "X-Forwarded-Host", "evil.example", "X-Forwarded-Proto", "https",
-		"Forwarded", "for=6.6.6.6", "X-Real-IP", "6.6.6.6", "Accept-Encoding", "br")
+		"Forwarded", "for=6.6.6.6", "X-Real-IP", "6.6.6.6", "Accept-Encoding", "br",
+		"X_Api_Key", "someone-elses", "X_Forwarded_For", "6.6.6.6")
 	got := st.up.requests()[0]
 	for _, h := range []string{"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url",
-		"X-Rewrite-Url", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip"} {
+		"X-Rewrite-Url", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X_Api_Key", "X_Forwarded_For"} {
 		if v := got.Header.Get(h); v != "" {
 			t.Errorf("upstream got %s: %q", h, v)
 		}

@@ -236,13 +236,14 @@ type RouteCache struct {
 // Forwarded/X-Forwarded-*/X-Real-Ip (it sets its own), Accept-Encoding (it
 // negotiates compression itself), and, unless allowed here, the
 // method-override and URL-rewrite headers X-HTTP-Method-Override,
-// X-HTTP-Method, X-Method-Override, X-Original-URL and X-Rewrite-URL.
+// X-HTTP-Method, X-Method-Override, X-Original-URL and X-Rewrite-URL, and
+// every header whose name has an underscore (as nginx does by default).
 type RouteRequestHeaders struct {
 	// Deny lists more headers never sent upstream. Default none. Must not
 	// name the tenant header, the tenant key header or a key header.
 	Deny []string `yaml:"deny"`
-	// Allow lets method-override or URL-rewrite headers through; each one
-	// allowed joins the cache key. Default none.
+	// Allow lets method-override, URL-rewrite or underscored headers
+	// through; each one allowed joins the cache key. Default none.
 	Allow []string `yaml:"allow"`
 }
 

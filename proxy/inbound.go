@@ -92,8 +92,16 @@ func upstreamSees(rt *Route, k string) bool {
 	switch {
 	case k == "Accept-Encoding", slices.Contains(rt.DenyHeaders, k):
 		return false
-	case slices.Contains(droppedByDefault, k):
+	case slices.Contains(droppedByDefault, k), underscored(k):
 		return slices.Contains(rt.AllowHeaders, k)
 	}
 	return true
 }
+
+// underscored reports a header name with an underscore. Such a name is
+// dropped unless the route allows it, as nginx drops them by default
+// (underscores_in_headers off): CGI, PHP, Rack and WSGI stacks turn both
+// "X_Api_Key" and "X-Api-Key" into one HTTP_X_API_KEY, so a name Levee
+// does not read as a credential, a tenant or a key header would be one
+// upstream, and its answer cached for callers without it.
+func underscored(k string) bool { return strings.IndexByte(k, '_') >= 0 }

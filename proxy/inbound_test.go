@@ -18,11 +18,12 @@ func TestUpstreamNeverSeesDroppedHeaders(t *testing.T) {
 		{"defaults", nil, nil, map[string]bool{
 			"X-Http-Method-Override": false, "X-Http-Method": false, "X-Method-Override": false,
 			"X-Original-Url": false, "X-Rewrite-Url": false, "Accept-Encoding": false,
+			"X_api_key": false, "X-Tenant_id": false,
 			"X-Debug": true, "Accept": true,
 		}},
 		{"route deny list", []string{"x-debug"}, nil, map[string]bool{"X-Debug": false, "Accept": true}},
-		{"route allow list", nil, []string{"X-HTTP-Method-Override"}, map[string]bool{
-			"X-Http-Method-Override": true, "X-Original-Url": false,
+		{"route allow list", nil, []string{"X-HTTP-Method-Override", "x_api_key"}, map[string]bool{
+			"X-Http-Method-Override": true, "X-Original-Url": false, "X_api_key": true, "X-Tenant_id": false,
 		}},
 	}
 	for _, tc := range cases {
@@ -34,6 +35,7 @@ func TestUpstreamNeverSeesDroppedHeaders(t *testing.T) {
 				rg.serve(t, get("s/1",
 					"X-HTTP-Method-Override", "DELETE", "X-HTTP-Method", "DELETE", "X-Method-Override", "DELETE",
 					"X-Original-URL", "/admin", "X-Rewrite-URL", "/admin", "Accept-Encoding", "br",
+					"X_Api_Key", "k1", "X-Tenant_Id", "acme",
 					"X-Debug", "1", "Accept", "application/json"))
 				got := rg.up.last().Header
 				for h, want := range tc.sent {

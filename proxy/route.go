@@ -88,8 +88,8 @@ func (rt *Route) compiled() *Route {
 // the key would lose it, and every tenant would share one partition.
 func (rt *Route) check() error {
 	for _, n := range rt.AllowHeaders {
-		if !slices.Contains(droppedByDefault, canonicalName(n)) {
-			return fmt.Errorf("proxy: route %q: request_headers.allow: %q is not a header Levee drops (%s)",
+		if c := canonicalName(n); !slices.Contains(droppedByDefault, c) && !underscored(c) {
+			return fmt.Errorf("proxy: route %q: request_headers.allow: %q is not a header Levee drops (%s, or a name with \"_\")",
 				rt.Name, n, strings.Join(droppedByDefault, ", "))
 		}
 	}
