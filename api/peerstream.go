@@ -185,11 +185,22 @@ func (ss *serverStream) start(base context.Context, f peer.Frame) {
 		ss.write(peer.ResponseFrame(f.ID, http.StatusServiceUnavailable, nil))
 		return
 	}
-	ss.inflight.Add(1)
 	ctx, cancel := context.WithCancel(base)
 	ss.mu.Lock()
-	ss.cancels[f.ID] = cancel
+	_, dup := ss.cancels[f.ID]
+	if !dup {
+		ss.cancels[f.ID] = cancel
+	}
 	ss.mu.Unlock()
+	if dup {
+		// A call id names one call in flight: a second would take the
+		// first's cancel, and its answer would be read as the first's.
+		cancel()
+		<-ss.sem
+		ss.write(peer.ResponseFrame(f.ID, http.StatusBadRequest, nil))
+		return
+	}
+	ss.inflight.Add(1)
 	go func() {
 		defer func() {
 			ss.mu.Lock()

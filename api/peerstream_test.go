@@ -612,3 +612,42 @@ func TestShutdownUnderSteadyTrafficTellsTheClientsToStop(t *testing.T) {
 		t.Errorf("a call failed as maybe delivered: %v", err)
 	}
 }
+
+// TestASecondCallWithAnIDInFlightIsRefused: a call id names one call in
+// flight; a second frame with it is answered 400 at once, and the first
+// call keeps its cancel and gets its own answer.
+func TestASecondCallWithAnIDInFlightIsRefused(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	fp := newFramedPeers(t, PeerConfig{Endpoints: []PeerEndpoint{lookupEndpoint(func(ctx context.Context, key string) {
+		if key == "held" {
+			<-release
+		}
+	})}})
+	t.Cleanup(free) // before the servers' shutdown, which waits for the held call
+	c, br := rawFramed(t, fp.streamLn.Addr().String())
+	if _, err := c.Write(append(lookupFrame(t, 7, "held"), lookupFrame(t, 7, "again")...)); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (uint64, int) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		f, err := peer.ReadFrame(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, _, err := peer.ParseResponse(f.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.ID, status
+	}
+	if id, status := read(); id != 7 || status != 400 {
+		t.Fatalf("first answer: call %d, %d; want call 7 refused 400 while the first is in flight", id, status)
+	}
+	free()
+	if id, status := read(); id != 7 || status != 200 {
+		t.Fatalf("second answer: call %d, %d; want the held call's 200", id, status)
+	}
+}
