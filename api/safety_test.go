@@ -195,11 +195,13 @@ func TestHTTPAHitsAgeCountsTheAgeItCameWith(t *testing.T) {
 	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("Age") != "50" {
 		t.Fatalf("the miss says Age %q, want the upstream's 50", resp.Header.Get("Age"))
 	}
-	st.clock.Advance(time.Second)
+	// Whole seconds, rounded down: the answer is stored as of when its
+	// request left (the real milliseconds to the fake clock's instant).
+	st.clock.Advance(1500 * time.Millisecond)
 	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("X-Cache") != "HIT" || resp.Header.Get("Age") != "51" {
 		t.Fatalf("X-Cache %q, Age %q: want a HIT 51 s old", resp.Header.Get("X-Cache"), resp.Header.Get("Age"))
 	}
-	st.clock.Advance(20 * time.Second) // stale: 10 s left of max-age 60 at Age 50
+	st.clock.Advance(20 * time.Second) // stale: 10 s were left of max-age 60 at Age 50
 	st.up.set(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "max-age=60")
 		w.WriteHeader(http.StatusNotModified)
@@ -207,7 +209,7 @@ func TestHTTPAHitsAgeCountsTheAgeItCameWith(t *testing.T) {
 	st.get(t, "/open/s/1")
 	testutil.WaitFor(t, 5*time.Second, "the refresh", func() bool { return len(st.up.requests()) == 2 })
 	time.Sleep(50 * time.Millisecond) // its 304 stored
-	st.clock.Advance(2 * time.Second)
+	st.clock.Advance(2500 * time.Millisecond)
 	if resp, _ := st.get(t, "/open/s/1"); resp.Header.Get("X-Cache") != "HIT" || resp.Header.Get("Age") != "2" {
 		t.Fatalf("after the 304: X-Cache %q, Age %q, want a HIT 2 s old", resp.Header.Get("X-Cache"), resp.Header.Get("Age"))
 	}

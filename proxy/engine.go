@@ -376,9 +376,9 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	if err != nil {
 		return nil, err
 	}
-	// Stored as of when its read began (see fencedDo): its age counts the
-	// time the answer took to come, as RFC 9111 §4.2.3's corrected age
-	// does, and its windows start there.
+	// Stored as of when the attempt that brought it was sent (see
+	// fencedDo): its age counts the time the answer took to come, as RFC
+	// 9111 §4.2.3's corrected age does, and its windows start there.
 	now := began
 	if resp.Status == http.StatusNotModified && old != nil {
 		return e.renew(rt, r, pkey, old, resp, now), nil

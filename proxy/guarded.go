@@ -16,7 +16,7 @@ import (
 
 // callTraced runs the logical call under the breaker: one ticket, one
 // report, with what the call did at the upstream (upstream.Trace) and when
-// the read that answered began (see fencedDo).
+// the attempt that answered was sent (see fencedDo).
 func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, time.Time, error) {
 	done, err := e.cfg.Breaker.Allow(ctx, rt.Name, rt.Breaker)
 	if err != nil {
@@ -61,14 +61,17 @@ func verdict(resp *upstream.Response, err error, tr upstream.Trace) (failed bool
 //
 // A write made on another node (a queued job runs on the Raft leader)
 // reaches this one later than it completed: its tombstone may arrive after
-// the read's answer. So the answer is stored as of when its read began
-// (began, what fetch stores it at), not when it arrived: a tombstone that
-// comes late still covers it, since the write completed after that.
+// the read's answer. So the answer is stored as of when the attempt that
+// brought it was sent (the time returned, what fetch stores it at), not
+// when it arrived: a tombstone that comes late still covers it, since the
+// write completed after that. Earlier attempts and waits do not count: a
+// write that completed before the answering attempt left is in its
+// answer, and RFC 9111 §4.2.3 ages an answer from that request too.
 func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store.Entry) (*upstream.Response, upstream.Trace, time.Time, error) {
 	began := e.cfg.Now()
 	resp, tr, err := e.do(ctx, rt, r, old)
 	if err != nil || !cacheable(r.Method) || !e.overtaken(rt, r, began) {
-		return resp, tr, began, err
+		return resp, tr, sentAt(began, resp), err
 	}
 	if tr.Left <= 0 {
 		return nil, tr, began, fmt.Errorf("%w: a write to this URL completed while it was read, and no attempt is left to read it again",
@@ -76,7 +79,16 @@ func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store
 	}
 	began = e.cfg.Now()
 	resp, again, err := e.do(upstream.WithAttemptsLeft(ctx, tr.Left), rt, r, old)
-	return resp, tr.Then(again), began, err
+	return resp, tr.Then(again), sentAt(began, resp), err
+}
+
+// sentAt is when the attempt that brought resp left, on the engine's
+// clock: began, the call's start, plus resp.Sent.
+func sentAt(began time.Time, resp *upstream.Response) time.Time {
+	if resp == nil {
+		return began
+	}
+	return began.Add(resp.Sent)
 }
 
 // do sends one logical call, traced.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -218,4 +219,30 @@ func TestAReadIsStoredAsOfWhenItBegan(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAnAnswerIsAgedFromTheAttemptThatBroughtIt: an upstream that says
+// 429 Retry-After: 10, then answers: the answer's freshness and Age count
+// from the second attempt (RFC 9111 §4.2.3's request_time), not from the
+// call's start ten seconds before, which would have stored it two thirds
+// stale.
+func TestAnAnswerIsAgedFromTheAttemptThatBroughtIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		var calls atomic.Int32
+		rg.up.set(func(r *http.Request) (*http.Response, error) {
+			if calls.Add(1) == 1 {
+				return reply(http.StatusTooManyRequests, "slow down", "Retry-After", "10")(r)
+			}
+			return reply(200, "v1", "Cache-Control", "max-age=15")(r)
+		})
+		miss := rg.serve(t, get("stories/1"))
+		if miss.Result != Miss || miss.FreshFor != 15*time.Second {
+			t.Fatalf("the miss: %s, fresh for %v; want 15s from the attempt that answered", miss.Result, miss.FreshFor)
+		}
+		time.Sleep(6 * time.Second)
+		if hit := rg.serve(t, get("stories/1")); hit.Result != Hit || hit.Age != 6*time.Second {
+			t.Fatalf("6 s later: %s, Age %v; want a HIT 6 s old", hit.Result, hit.Age)
+		}
+	})
 }

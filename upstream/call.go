@@ -140,6 +140,9 @@ func (k *call) attempt() (*Response, error) {
 	}
 	k.c.obs.Attempt(k.req.Route, k.hostKey, status, err, time.Since(t0))
 	k.notePause(res)
+	if res != nil {
+		res.Sent = t0.Sub(k.start)
+	}
 	return res, err
 }
 

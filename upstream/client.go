@@ -77,6 +77,11 @@ type Response struct {
 	Attempts int
 	// Elapsed covers the whole logical call, waits included.
 	Elapsed time.Duration
+	// Sent is when the attempt that answered left, counted from the
+	// call's start: the request that produced the answer (RFC 9111
+	// §4.2.3's request_time), later than the start by every earlier
+	// attempt, backoff and wait for a slot or a token.
+	Sent time.Duration
 }
 
 // RetryAfter parses the Retry-After header of the last attempt, in either
