@@ -412,6 +412,7 @@ func (e *Engine) call(ctx context.Context, rt *Route, r *Request, old *store.Ent
 // renew applies a 304 to the stored entry (RFC 9111 §4.3.4).
 func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, resp *upstream.Response, now time.Time) *flight {
 	merged := old.Header.Clone()
+	delete(merged, "Age") // the first answer's; the 304's own, if any, is copied in (as Renewed does)
 	for k, v := range resp.Header {
 		merged[k] = v
 	}

@@ -305,3 +305,22 @@ func TestA304ThatForbidsStoringRemovesTheStoredAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestA304WithoutAnAgeRenewsTheWholeMaxAge: the stored answer came 50 s
+// old; the 304 that renews it says max-age=60 and no Age, so the renewed
+// answer is fresh for 60 s, not 10.
+func TestA304WithoutAnAgeRenewsTheWholeMaxAge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		rg.up.set(reply(200, "v1", "Cache-Control", "max-age=60", "Age", "50", "ETag", `"v1"`))
+		rg.serve(t, get("stories/1"))
+		time.Sleep(11 * time.Second)
+		rg.up.set(reply(http.StatusNotModified, "", "Cache-Control", "max-age=60"))
+		wantResult(t, rg.serve(t, get("stories/1")), Stale, "v1") // its refresh gets the 304
+		synctest.Wait()
+		time.Sleep(20 * time.Second)
+		if got := rg.serve(t, get("stories/1")); got.Result != Hit {
+			t.Fatalf("20 s after a 304 saying max-age=60: %s", got.Result)
+		}
+	})
+}
