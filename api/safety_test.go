@@ -230,6 +230,7 @@ func TestHTTPA304SayingNoStoreRemovesTheStoredAnswer(t *testing.T) {
 	st.get(t, "/open/s/1") // stale; its refresh gets the 304
 	testutil.WaitFor(t, 5*time.Second, "the refresh", func() bool { return len(st.up.requests()) == 2 })
 	time.Sleep(50 * time.Millisecond) // the 304 applied
+	st.clock.Advance(time.Second)     // past the removal's instant
 	st.up.set(answer("v2"))
 	if resp, body := st.get(t, "/open/s/1"); body != "v2" {
 		t.Fatalf("after the 304: %s %q, want a fetch", resp.Header.Get("X-Cache"), body)

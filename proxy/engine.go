@@ -426,10 +426,11 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 		f.stored = true
 	} else if p.forbidsStoring() {
 		// The 304's fields replace the stored ones (RFC 9111 §4.3.4), and
-		// they now say the answer may not be kept: the stored copy goes
-		// rather than be served stale on the old windows.
-		oldVary, _ := VaryNames(old.Header)
-		e.cfg.Cache.Delete(VaryKey(pkey, oldVary, r.Header))
+		// they now say the answer may not be kept: it goes, here and on
+		// every node that holds a copy (replicas, near caches), as a
+		// write removes its URL, rather than be served stale on its old
+		// windows or brought back from a replica.
+		e.invalidate(rt, r)
 	}
 	return f
 }
