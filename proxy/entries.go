@@ -52,7 +52,7 @@ func (e *Engine) put(rt *Route, r *Request, pkey string, vary []string, ent *sto
 	// replication hooks run after both: a reader must never find a marker
 	// whose variant is not there yet, or it would start a second fetch.
 	key := VaryKey(pkey, vary, r.Header)
-	marker := varyMarker(vary, ent, e.variantsSince(pkey, ent))
+	marker := varyMarker(vary, ent, e.variantsSince(pkey, ent.StoredAt.Add(-rt.Retry.Budget)))
 	e.cfg.Cache.Set(key, ent)
 	e.cfg.Cache.Set(pkey, marker)
 	e.onStore(rkey, key, ent)
@@ -106,6 +106,11 @@ func (e *Engine) Put(key string, ent *store.Entry) bool {
 	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) || e.cfg.Cache.Shadowed(key, ent.StoredAt) {
 		return false
 	}
+	if at, ok := e.cfg.Cache.Tombstone(key); ok && ent.Status == 0 && !markerSince(ent).After(at) {
+		// A marker laid after a write its node had not yet heard of: its
+		// since moves past the write here, as variantsSince does.
+		ent = withSince(ent, at.Add(time.Nanosecond))
+	}
 	e.cfg.Cache.Set(key, ent)
 	return true
 }
@@ -133,7 +138,9 @@ func varyMarker(vary []string, ent *store.Entry, since time.Time) *store.Entry {
 // ten seconds, whose windows the marker took; or a marker evicted on its
 // own). Without since, the next marker laid after the tombstone ended led
 // to the variant from before the write again. The marker travels whole
-// (replicas, hand-off, the cache file), so every node reads the same since.
+// (replicas, hand-off, the cache file); where a write's tombstone is live,
+// a marker laid or received gets a since past the write (variantsSince,
+// Put), so a node that heard of the write late still ends its variants.
 const sinceField = "Levee-Variants-Since"
 
 // markerSince is marker m's since: zero when it has none (a marker from a
@@ -150,13 +157,33 @@ func markerSince(m *store.Entry) time.Time {
 	return time.Unix(0, n)
 }
 
-// variantsSince is the since of a new marker for pkey laid with variant
-// ent: the current marker's, so that the variants it leads to stay
-// reachable; with no marker (none yet, removed by a write, or evicted),
-// ent's own store time, so that no variant stored before it is.
-func (e *Engine) variantsSince(pkey string, ent *store.Entry) time.Time {
+// variantsSince is the since of a new marker for pkey: the current
+// marker's, so that the variants it leads to stay reachable; with no
+// marker (none yet, removed by a write, or evicted), from, so that no
+// variant stored before it is. Either way no earlier than a live
+// tombstone's write.
+//
+// A fetch stores its variant as of when its answering attempt left, and
+// puts it when the answer is in, so a variant fetched beside the one
+// laying the marker may be stored up to a retry budget before it: put
+// passes its variant's store time less the route's budget, which a
+// variant stored before a write's removal cannot reach once the removal
+// has ended (it lasts at least 5 minutes, longer than any budget).
+func (e *Engine) variantsSince(pkey string, from time.Time) time.Time {
+	since := from
 	if cur, ok := e.cfg.Cache.Get(pkey); ok && cur.Status == 0 {
-		return markerSince(cur)
+		since = markerSince(cur)
 	}
-	return ent.StoredAt
+	if at, ok := e.cfg.Cache.Tombstone(pkey); ok && !since.After(at) {
+		since = at.Add(time.Nanosecond)
+	}
+	return since
+}
+
+// withSince is marker m with since, its other fields as they are.
+func withSince(m *store.Entry, since time.Time) *store.Entry {
+	names := m.Header.Values("Vary")
+	c := varyMarker(names, m, since)
+	c.StoredAt = m.StoredAt
+	return c
 }

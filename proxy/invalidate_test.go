@@ -189,3 +189,76 @@ func TestMarkerSinceReadsOnlyItsOwnField(t *testing.T) {
 		})
 	}
 }
+
+// TestAVariantFetchedBesideTheOneLayingTheMarkerIsAnAnswer: two callers'
+// variants fetched at once, with no marker yet: the one that began first
+// comes back last, stored as of before the marker the other laid. It is
+// still an answer (a marker's since reaches back a retry budget).
+func TestAVariantFetchedBesideTheOneLayingTheMarkerIsAnAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.KeyHeaders = []string{"Authorization"}
+		rg := newRig(t, rt)
+		rg.up.set(func(r *http.Request) (*http.Response, error) {
+			who := r.Header.Get("Authorization")
+			if who == "a" {
+				time.Sleep(2 * time.Second) // a's answer comes last
+			}
+			return reply(200, "for "+who, "Cache-Control", "max-age=60")(r)
+		})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rg.serve(t, get("stories/1", "Authorization", "a"))
+		}()
+		time.Sleep(time.Second)
+		wantResult(t, rg.serve(t, get("stories/1", "Authorization", "b")), Miss, "for b")
+		<-done
+		wantResult(t, rg.serve(t, get("stories/1", "Authorization", "a")), Hit, "for a")
+		wantResult(t, rg.serve(t, get("stories/1", "Authorization", "b")), Hit, "for b")
+	})
+}
+
+// TestAWritesRemovalArrivingAfterANewerMarkerStillEndsTheOldVariants: a
+// write on another node at W; a read here after W stores its variant and
+// lays a marker before the removal arrives, so the marker survives it. A
+// variant stored while the removal's tombstone lasts, and a marker pushed
+// by the owner then, keep the variants from before W no answer once it
+// ends.
+func TestAWritesRemovalArrivingAfterANewerMarkerStillEndsTheOldVariants(t *testing.T) {
+	for _, during := range []string{"a variant stored", "a marker pushed"} {
+		t.Run(during, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rg := newRig(t, rt)
+				pkey := primaryKey(rt, get("stories/1"))
+				rg.up.set(reply(200, "en before write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "en")), Miss, "en before write")
+				old, _ := rg.cache.Get(pkey)
+				time.Sleep(time.Second)
+				writeAt := time.Now() // on another node
+				time.Sleep(time.Second)
+				rg.up.set(reply(200, "fr after write", "Cache-Control", "max-age=10", "Vary", "X-Lang"))
+				wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "fr")), Miss, "fr after write")
+				time.Sleep(time.Second) // the removal arrives (replica.apply)
+				for _, k := range CachedKeys(routingKey(rt, get("stories/1"))) {
+					rg.cache.Invalidate(k, writeAt, writeAt.Add(time.Minute))
+				}
+				if during == "a variant stored" {
+					rg.up.set(reply(200, "de", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+					wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "de")), Miss, "de")
+				} else { // the owner's marker, laid before it heard of the write, a day long
+					m := withSince(old, markerSince(old))
+					m.StoredAt, m.FreshUntil, m.StaleUntil, m.ErrorUntil = time.Now(), time.Now().Add(24*time.Hour), time.Now().Add(24*time.Hour), time.Now().Add(24*time.Hour)
+					if !rg.engine.Put(pkey, m) {
+						t.Fatal("the owner's marker was refused")
+					}
+				}
+				time.Sleep(11 * time.Minute) // past the tombstone
+				if got := rg.serve(t, get("stories/1", "X-Lang", "en")); got.Result == Hit {
+					t.Fatalf("the variant from before the write came back: %s %q", got.Result, got.Body)
+				}
+			})
+		})
+	}
+}

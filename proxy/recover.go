@@ -88,7 +88,7 @@ func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
 		return
 	}
 	if e.Put(VaryKey(pkey, vary, h), ent) {
-		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, ent)))
+		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, time.Time{})))
 	}
 }
 
