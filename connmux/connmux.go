@@ -41,6 +41,11 @@ type Config struct {
 	// file descriptors (a slowloris). Nodes keep their connections, so
 	// they seldom need a slot. Default 256.
 	MaxHandshakes int
+	// MaxHandshakesPerHost caps those from one IP address, so that one
+	// host without the credentials cannot take every slot and keep the
+	// nodes' own connections out. Default 64 (a local cluster's nodes
+	// all dial from 127.0.0.1).
+	MaxHandshakesPerHost int
 	// Logger gets refused connections at debug level. Default: discard.
 	Logger *slog.Logger
 }
@@ -57,8 +62,10 @@ type Mux struct {
 	def   *listener
 
 	// handshakes holds a token per connection authenticating
-	// (Config.MaxHandshakes).
+	// (Config.MaxHandshakes); perHost counts them by IP address (under
+	// mu).
 	handshakes chan struct{}
+	perHost    map[string]int
 
 	done chan struct{}
 	once sync.Once
@@ -76,6 +83,9 @@ func Listen(bind, advertiseHost string, cfg Config) (*Mux, error) {
 	}
 	if cfg.MaxHandshakes <= 0 {
 		cfg.MaxHandshakes = 256
+	}
+	if cfg.MaxHandshakesPerHost <= 0 {
+		cfg.MaxHandshakesPerHost = 64
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -95,7 +105,7 @@ func Listen(bind, advertiseHost string, cfg Config) (*Mux, error) {
 		advertise = a
 	}
 	return &Mux{cfg: cfg, ln: ln, advertise: advertise, kinds: map[byte]*listener{}, done: make(chan struct{}),
-		handshakes: make(chan struct{}, cfg.MaxHandshakes)}, nil
+		handshakes: make(chan struct{}, cfg.MaxHandshakes), perHost: map[string]int{}}, nil
 }
 
 // Addr is the advertised address.
@@ -150,23 +160,53 @@ func (m *Mux) acceptLoop() {
 			}
 			continue
 		}
-		select {
-		case m.handshakes <- struct{}{}:
-		default:
+		host, ok := m.admit(c)
+		if !ok {
 			m.cfg.Logger.Debug("internal port: too many connections authenticating; closed", "remote", c.RemoteAddr().String())
 			c.Close()
 			continue
 		}
-		m.wg.Go(func() { m.route(c) })
+		m.wg.Go(func() { m.route(c, host) })
+	}
+}
+
+// admit takes a handshake slot for c, within both caps, and returns its
+// host for done1.
+func (m *Mux) admit(c net.Conn) (string, bool) {
+	host := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.perHost[host] >= m.cfg.MaxHandshakesPerHost {
+		return "", false
+	}
+	select {
+	case m.handshakes <- struct{}{}:
+	default:
+		return "", false
+	}
+	m.perHost[host]++
+	return host, true
+}
+
+// done1 gives back the slot admit took for a connection from host.
+func (m *Mux) done1(host string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	<-m.handshakes
+	if m.perHost[host]--; m.perHost[host] <= 0 {
+		delete(m.perHost, host)
 	}
 }
 
 // route authenticates c, reads its first byte and hands it over; the
 // accept loop never waits on one client.
-func (m *Mux) route(raw net.Conn) {
+func (m *Mux) route(raw net.Conn, host string) {
 	tc := tls.Server(raw, m.cfg.TLS)
 	kind, err := m.open(tc)
-	<-m.handshakes
+	m.done1(host)
 	if err != nil {
 		m.cfg.Logger.Debug("internal port: connection refused", "remote", raw.RemoteAddr().String(), "err", err)
 		raw.Close()

@@ -172,52 +172,93 @@ func TestListenRefusesATLSConfigThatDoesNotCheckClients(t *testing.T) {
 	}
 }
 
-// TestConnectionsPastTheHandshakeCapAreClosedAtOnce: clients that connect
-// and never authenticate hold at most MaxHandshakes slots; one more is
-// closed at once, and a node is served again once the silent ones go.
-func TestConnectionsPastTheHandshakeCapAreClosedAtOnce(t *testing.T) {
-	m, err := Listen("127.0.0.1:0", "", Config{TLS: identity(t, "n1", secret).ServerConfig(),
-		HandshakeTimeout: time.Minute, MaxHandshakes: 2})
-	if err != nil {
-		t.Fatal(err)
+// TestConnectionsPastTheHandshakeCapsAreClosedAtOnce: clients that
+// connect and never authenticate hold at most MaxHandshakes slots, and at
+// most MaxHandshakesPerHost from one address; one more is closed at once.
+// A node is served again once the silent ones go, and, past the per-host
+// cap, from another address while they stay.
+func TestConnectionsPastTheHandshakeCapsAreClosedAtOnce(t *testing.T) {
+	tests := []struct {
+		name          string
+		all, perHost  int
+		otherHostGets bool // a node dialing from 127.0.0.2 is served while the silent ones stay
+	}{
+		{"the cap on all", 2, 64, false},
+		{"the cap per host", 64, 2, true},
 	}
-	peer := m.Listener(KindPeer)
-	m.Serve()
-	t.Cleanup(func() { m.Close() })
-	var silent []net.Conn
-	for range 2 {
-		c, err := net.Dial("tcp", m.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		silent = append(silent, c)
-	}
-	time.Sleep(100 * time.Millisecond) // both accepted, both authenticating
-	extra, err := net.Dial("tcp", m.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer extra.Close()
-	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
-		t.Fatalf("the connection past the cap: %v, want it closed (the cap holds for a minute otherwise)", err)
-	}
-	for _, c := range silent {
-		c.Close()
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	var c net.Conn
-	for c == nil { // the slots free as the Mux reads the closes
-		if c, err = Dial(ctx, m.Addr().String(), KindPeer, identity(t, "n2", secret).ClientConfig()); err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("no slot freed: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Listen("127.0.0.1:0", "", Config{TLS: identity(t, "n1", secret).ServerConfig(),
+				HandshakeTimeout: time.Minute, MaxHandshakes: tt.all, MaxHandshakesPerHost: tt.perHost})
+			if err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			peer := m.Listener(KindPeer)
+			m.Serve()
+			t.Cleanup(func() { m.Close() })
+			var silent []net.Conn
+			for range 2 {
+				c, err := net.Dial("tcp", m.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				silent = append(silent, c)
+			}
+			time.Sleep(100 * time.Millisecond) // both accepted, both authenticating
+			extra, err := net.Dial("tcp", m.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer extra.Close()
+			extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("the connection past the cap: %v, want it closed (the cap holds for a minute otherwise)", err)
+			}
+			if tt.otherHostGets {
+				c := dialFrom(t, "127.0.0.2", m.Addr().String())
+				defer c.Close()
+				if accept(t, peer) == nil {
+					t.Fatal("a node on another address was not served")
+				}
+			}
+			for _, c := range silent {
+				c.Close()
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			var c net.Conn
+			for c == nil { // the slots free as the Mux reads the closes
+				if c, err = Dial(ctx, m.Addr().String(), KindPeer, identity(t, "n2", secret).ClientConfig()); err != nil {
+					if ctx.Err() != nil {
+						t.Fatalf("no slot freed: %v", err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			defer c.Close()
+			if accept(t, peer) == nil {
+				t.Fatal("a node was not served after the silent clients left")
+			}
+		})
 	}
-	defer c.Close()
-	if accept(t, peer) == nil {
-		t.Fatal("a node was not served after the silent clients left")
+}
+
+// dialFrom is a node n2's peer connection to addr from local address ip.
+func dialFrom(t *testing.T, ip, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	raw, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
 	}
+	c := tls.Client(raw, identity(t, "n2", secret).ClientConfig())
+	if err := c.HandshakeContext(t.Context()); err != nil {
+		raw.Close()
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte{KindPeer}); err != nil {
+		raw.Close()
+		t.Fatal(err)
+	}
+	return c
 }
