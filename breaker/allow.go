@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/levee/levee/internal/ctxwait"
 )
 
 // Allow decides whether a call on route may go to the upstream:
@@ -242,24 +244,12 @@ func (b *Breaker) proposeProbeResult(ctx context.Context, c Command) error {
 		if _, err = b.proposer.Propose(ctx, c); err == nil {
 			return nil
 		}
-		if attempt == probeResultAttempts || errors.Is(err, ErrBadCommand) || !sleep(ctx, wait) {
+		if attempt == probeResultAttempts || errors.Is(err, ErrBadCommand) || !ctxwait.Sleep(ctx, wait) {
 			return fmt.Errorf("breaker: propose %s for %q (%d attempts): %w", c.Op, c.Route, attempt, err)
 		}
 		if v := b.reader.View(c.Route); v.State != HalfOpen || v.Prober != b.node {
 			return nil // decided meanwhile: a failed attempt committed after all, or an admin forced it
 		}
 		wait *= 2
-	}
-}
-
-// sleep waits d unless ctx ends first; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

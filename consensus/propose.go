@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/levee/levee/internal/ctxwait"
 )
 
 const (
@@ -37,7 +39,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) ([]byte, error) {
 func (n *Node) propose(ctx context.Context, data []byte) ([]byte, error) {
 	var err error
 	for attempt := range proposeAttempts {
-		if attempt > 0 && !n.pause(ctx, n.cfg.Timings.HeartbeatTimeout) {
+		if attempt > 0 && !ctxwait.Sleep(ctx, n.cfg.Timings.HeartbeatTimeout) {
 			break
 		}
 		var out []byte
@@ -208,18 +210,6 @@ func (n *Node) awaitLeader(ctx context.Context) (id, addr string, err error) {
 	}
 	id, addr = n.Leader()
 	return id, addr, nil
-}
-
-// pause waits d or until ctx ends; it reports whether ctx is still live.
-func (n *Node) pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // WaitForLeader blocks until a leader is known or ctx ends (ErrNoLeader).

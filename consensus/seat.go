@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/levee/levee/internal/ctxwait"
 )
 
 // A node's seat in the Raft configuration outlives its process: a stop
@@ -47,7 +49,7 @@ func (n *Node) StepDown(ctx context.Context) error {
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	var err error
 	for attempt := range proposeAttempts {
-		if attempt > 0 && !n.pause(ctx, n.cfg.Timings.HeartbeatTimeout) {
+		if attempt > 0 && !ctxwait.Sleep(ctx, n.cfg.Timings.HeartbeatTimeout) {
 			break
 		}
 		err = n.removeOnce(ctx, id)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/levee/levee/internal/ctxwait"
 )
 
 // ErrUnavailable wraps an enqueue, replay or delete that could not be
@@ -109,21 +111,9 @@ func (s *Service) settle(ctx context.Context, id string, b []byte) (Result, erro
 		if !lost {
 			unknown = err
 		}
-		if !sleep(ctx, pause) {
+		if !ctxwait.Sleep(ctx, pause) {
 			return Result{ID: id}, fmt.Errorf("%w: job %s: %w", ErrOutcomeUnknown, id, unknown)
 		}
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

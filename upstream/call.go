@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/levee/levee/internal/ctxwait"
 )
 
 // Retry reasons, as passed to Observer.RetryWait.
@@ -339,14 +341,10 @@ func requestID(h http.Header) string {
 	return ""
 }
 
-// sleep waits d or until ctx ends.
+// sleep waits d or until ctx ends (its error).
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
+	if ctxwait.Sleep(ctx, d) {
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	return ctx.Err()
 }

@@ -1,0 +1,22 @@
+// Package ctxwait waits for a while unless a context ends first: the
+// pause between retries that breaker, consensus, queue and upstream each
+// make.
+package ctxwait
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d unless ctx ends first; it reports whether d passed (false:
+// ctx ended). Its timer is stopped either way.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
