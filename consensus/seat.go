@@ -43,7 +43,8 @@ func (n *Node) StepDown(ctx context.Context) error {
 // the leader: here when this node leads, else through
 // Config.ForwardRemove. Removing this node's own ID is `levee leave`; a
 // leader that removes itself steps down once the change commits. Removing
-// an ID that is not in the configuration succeeds (it is already gone).
+// an ID that is not in the configuration succeeds (it is already gone), so
+// a removal whose outcome is unknown (ErrTimeout) is asked again.
 // Errors: ErrLastVoter, ErrNotLeader (no ForwardRemove), ErrNoLeader,
 // ErrTimeout, ErrClosed.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
@@ -53,7 +54,13 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 			break
 		}
 		err = n.removeOnce(ctx, id)
-		if !errors.Is(err, ErrNotLeader) || n.cfg.ForwardRemove == nil {
+		switch {
+		case errors.Is(err, ErrTimeout):
+			// Outcome unknown (the leader lost its lease, an election ran):
+			// a removal is idempotent, so it is asked again, of whoever
+			// leads now, until it is known or ctx ends.
+		case errors.Is(err, ErrNotLeader) && n.cfg.ForwardRemove != nil:
+		default:
 			return err
 		}
 	}
