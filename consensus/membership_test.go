@@ -202,3 +202,21 @@ func TestUnstableLeaderKeepsDeadPeers(t *testing.T) {
 		t.Fatalf("voters = %v, want 3: an unstable leader reaped a peer", got)
 	}
 }
+
+// TestRemovingAServerAlreadyOutHoldsItOut: a removal asked again after its
+// outcome was unknown (its leader committed it, then lost its lease) finds
+// the server already out; the new leader must still hold it out, or it
+// would add back a leaving node that gossip still shows alive.
+func TestRemovingAServerAlreadyOutHoldsItOut(t *testing.T) {
+	c := newCluster(t, clusterOpts{inmemTransport: true})
+	leader := c.formCluster("n1", "n2", "n3")
+	if err := leader.node.RemoveLocal(ctxTimeout(t, 10*time.Second), "n9"); err != nil {
+		t.Fatalf("removing a server already out = %v, want nil", err)
+	}
+	leader.node.mu.Lock()
+	_, held := leader.node.removed["n9"]
+	leader.node.mu.Unlock()
+	if !held {
+		t.Fatal("a server found already out is not held out")
+	}
+}

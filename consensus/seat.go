@@ -109,6 +109,11 @@ func (n *Node) RemoveLocal(ctx context.Context, id string) error {
 	servers := cf.Configuration().Servers
 	voters := voterIDs(servers)
 	if !hasServer(servers, id) {
+		// Already out: perhaps by this very request, committed by a
+		// leader that lost its lease before it answered (RemoveServer
+		// asks again). Held out all the same, or this leader would add
+		// back a leaving node gossip still shows alive.
+		n.holdOut(id)
 		return nil
 	}
 	if len(voters) == 1 && voters[0] == id {
@@ -119,15 +124,21 @@ func (n *Node) RemoveLocal(ctx context.Context, id string) error {
 		return fmt.Errorf("consensus: remove %s: %w", id, err)
 	}
 	n.stats.serversRemoved.Add(1)
+	n.holdOut(id)
+	n.requestNudge()
+	n.log.Info("configuration changed", "peer", id, "reason", "removed on request")
+	return nil
+}
+
+// holdOut marks id removed on request now: reconciliation does not add it
+// back while gossip still shows it alive (see removed).
+func (n *Node) holdOut(id string) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.removed == nil {
 		n.removed = map[string]time.Time{}
 	}
 	n.removed[id] = time.Now()
-	n.mu.Unlock()
-	n.requestNudge()
-	n.log.Info("configuration changed", "peer", id, "reason", "removed on request")
-	return nil
 }
 
 func hasServer(servers []raft.Server, id string) bool {

@@ -429,8 +429,10 @@ func (e *Engine) renew(rt *Route, r *Request, pkey string, old *store.Entry, res
 		// they now say the answer may not be kept: it goes, here and on
 		// every node that holds a copy (replicas, near caches), as a
 		// write removes its URL, rather than be served stale on its old
-		// windows or brought back from a replica.
-		e.invalidate(rt, r)
+		// windows or brought back from a replica. As of its own store
+		// time: the reads beside this one began later, and are no reads a
+		// write overtook.
+		e.removeAsOf(rt, r, old.StoredAt)
 	}
 	return f
 }

@@ -324,3 +324,48 @@ func TestA304WithoutAnAgeRenewsTheWholeMaxAge(t *testing.T) {
 		}
 	})
 }
+
+// TestA304ForbiddingStorageOvertakesNoReadBesideIt: five callers of an
+// answer past its stale window, collapsed; the 304 says no-store, so each
+// waiter sends its own conditional request and gets the same 304. Each
+// removes the stored answer as of its store time, which is no write during
+// the other reads: none is read again, none fails for want of an attempt,
+// and the breaker stays closed.
+func TestA304ForbiddingStorageOvertakesNoReadBesideIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.up.set(reply(200, "v1", "Cache-Control", "max-age=5", "ETag", `"v1"`))
+		wantResult(t, rg.serve(t, get("stories/1")), Miss, "v1")
+		time.Sleep(time.Minute) // past fresh and stale
+		rg.up.set(func(r *http.Request) (*http.Response, error) {
+			time.Sleep(100 * time.Millisecond)
+			return reply(http.StatusNotModified, "", "Cache-Control", "no-store")(r)
+		})
+		var wg sync.WaitGroup
+		results := make([]Result, 5)
+		for i := range results {
+			wg.Go(func() {
+				resp, err := rg.engine.Serve(context.Background(), get("stories/1"))
+				if err != nil {
+					t.Errorf("caller %d: %v", i, err)
+					return
+				}
+				results[i] = resp.Result
+			})
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r != Revalidated {
+				t.Errorf("caller %d: %s, want REVALIDATED", i, r)
+			}
+		}
+		if n := rg.calls(); n > 1+5 {
+			t.Errorf("%d upstream calls: reads were sent again", n)
+		}
+		if v := rg.table.View(rt.Name); v.State != breaker.Closed {
+			t.Errorf("breaker %s, want closed", v.State)
+		}
+	})
+}

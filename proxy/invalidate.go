@@ -46,8 +46,16 @@ func mayHaveWritten(resp *upstream.Response, tr upstream.Trace, err error) bool 
 // as long as the route keeps an answer in any window, and tells the
 // cluster through Config.OnInvalidate.
 func (e *Engine) invalidate(rt *Route, r *Request) {
-	at := e.cfg.Now()
-	until := at.Add(rt.Fresh + rt.Stale + rt.StaleIfError)
+	e.removeAsOf(rt, r, e.cfg.Now())
+}
+
+// removeAsOf removes r's URL as invalidate does, as of at: the answers
+// stored at or before it, here and on every node. A write removes as of
+// its own time; a 304 that forbids keeping an answer removes as of that
+// answer's store time, so that it counts as no write during the reads in
+// flight beside it (which would be read again: see fencedDo).
+func (e *Engine) removeAsOf(rt *Route, r *Request, at time.Time) {
+	until := laterTime(at, e.cfg.Now()).Add(rt.Fresh + rt.Stale + rt.StaleIfError)
 	rkey := routingKey(rt, r)
 	for _, k := range CachedKeys(rkey) {
 		until = laterTime(until, e.cfg.Cache.Invalidate(k, at, until))

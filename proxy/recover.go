@@ -36,7 +36,7 @@ func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string
 	now := e.cfg.Now()
 	stale := e.staleIfError(ent, now)
 	if stale != nil {
-		e.keepRecovered(pkey, r.Header, ent)
+		e.keepRecovered(rt, pkey, r.Header, ent)
 	}
 	return stale
 }
@@ -62,7 +62,7 @@ func (e *Engine) replicaFirst(ctx context.Context, rt *Route, r *Request, pkey s
 	if ent == nil || ent.Freshness(now) != store.Fresh || have != nil && !ent.StoredAt.After(have.StoredAt) {
 		return out
 	}
-	e.keepRecovered(pkey, r.Header, ent)
+	e.keepRecovered(rt, pkey, r.Header, ent)
 	out.resp = e.fromEntry(ent, Hit, "replica", now)
 	return out
 }
@@ -77,8 +77,9 @@ type replicaAnswer struct {
 
 // keepRecovered stores a recovered entry as a replica push would (a newer
 // local answer wins), under its variant key and, when it varies, behind a
-// marker. It is not replicated again: it came from a replica.
-func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
+// marker laid as put lays one. It is not replicated again: it came from a
+// replica.
+func (e *Engine) keepRecovered(rt *Route, pkey string, h http.Header, ent *store.Entry) {
 	vary, star := VaryNames(ent.Header)
 	if star {
 		return
@@ -88,7 +89,7 @@ func (e *Engine) keepRecovered(pkey string, h http.Header, ent *store.Entry) {
 		return
 	}
 	if e.Put(VaryKey(pkey, vary, h), ent) {
-		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, time.Time{})))
+		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, ent.StoredAt.Add(-rt.Retry.Budget))))
 	}
 }
 

@@ -277,3 +277,35 @@ func TestNonOwnerAsksReplicasBeforeTheUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestARecoveredVariantLeadsToNoVariantFromBeforeAWrite: after a write's
+// tombstone ended, a copy recovered from a replica lays the URL's new Vary
+// marker; the variant stored before the write, still in the cache, must
+// stay no answer through it.
+func TestARecoveredVariantLeadsToNoVariantFromBeforeAWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.up.set(reply(200, "en before write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+		wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "en")), Miss, "en before write")
+		rg.up.set(reply(200, "fr before write", "Cache-Control", "max-age=10", "Vary", "X-Lang"))
+		wantResult(t, rg.serve(t, get("stories/1", "X-Lang", "fr")), Miss, "fr before write")
+		rg.up.set(reply(200, "ok"))
+		post := get("stories/1")
+		post.Method = http.MethodPost
+		rg.serve(t, post)
+		time.Sleep(12 * time.Minute) // past the tombstone
+		fr := &fakeRecover{entry: replicaEntry(2*time.Hour, "Vary", "X-Lang")}
+		fr.entry.StoredAt = time.Now().Add(-time.Second) // the owner's copy, after the write
+		withRecover(t, rg, fr.recover)
+		rg.up.set(netError)
+		if resp, err := rg.engine.Serve(context.Background(), get("stories/1", "X-Lang", "fr")); err != nil || string(resp.Body) != "from replica" {
+			t.Fatalf("the French reader: %v, %v; want the replica's copy", resp, err)
+		}
+		rg.up.set(reply(200, "en after write", "Cache-Control", "max-age=3600", "Vary", "X-Lang"))
+		if got := rg.serve(t, get("stories/1", "X-Lang", "en")); got.Result == Hit {
+			t.Fatalf("the variant from before the write came back: %s %q", got.Result, got.Body)
+		}
+	})
+}
