@@ -74,6 +74,9 @@ func (e *Engine) fencedDo(ctx context.Context, rt *Route, r *Request, old *store
 		return resp, tr, sentAt(began, resp), err
 	}
 	if tr.Left <= 0 {
+		// Levee ends the call, not the upstream, which answered: no
+		// evidence for the breaker (verdict).
+		tr.Refused = upstream.RefusedNoAttempts
 		return nil, tr, began, fmt.Errorf("%w: a write to this URL completed while it was read, and no attempt is left to read it again",
 			upstream.ErrNoAttempts)
 	}

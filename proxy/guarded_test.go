@@ -164,6 +164,11 @@ func TestReadOvertakenByAWriteIsReadAgain(t *testing.T) {
 				if _, ent := rg.engine.lookup(primaryKey(rt, get("stories/1")), http.Header{}); ent != nil && string(ent.Body) != "after" {
 					t.Fatalf("stored %q, the answer the write overtook", ent.Body)
 				}
+				// The upstream answered every attempt: Levee ending the
+				// call is no failure of the upstream's.
+				if v := rg.table.View(rt.Name); v.Failures != 0 {
+					t.Fatalf("the breaker counted %d failures", v.Failures)
+				}
 			})
 		})
 	}
