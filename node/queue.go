@@ -15,17 +15,12 @@ func (n *Node) newJobs() (*queue.Part, error) {
 		return nil, err
 	}
 	p := n.raft
-	part, err := queue.NewPart(queue.RunnerConfig{
-		Node: n.cfg.Node.Name, Table: p.Jobs, Submit: p.SubmitJob, Leading: p.Node.IsLeader,
-		Serve: n.engine.Serve, PausedUntil: n.pauses.PausedUntil, Pace: pace, Policy: policy,
-		Now: n.opts.Now, Observer: n.metrics, Logger: n.log.With("subsystem", "queue"),
-	}, bounds)
-	if err != nil {
-		return nil, err
-	}
 	// Only an enqueue that provably never reached the log is answered
 	// "nothing was promised" (503); any other is resubmitted (see
 	// queue.Service.Enqueue).
-	part.Service.Uncommitted = control.Uncommitted
-	return part, nil
+	return queue.NewPart(queue.RunnerConfig{
+		Node: n.cfg.Node.Name, Table: p.Jobs, Submit: p.SubmitJob, Leading: p.Node.IsLeader,
+		Serve: n.engine.Serve, PausedUntil: n.pauses.PausedUntil, Pace: pace, Policy: policy,
+		Now: n.opts.Now, Observer: n.metrics, Logger: n.log.With("subsystem", "queue"),
+	}, bounds, control.Uncommitted)
 }

@@ -106,10 +106,12 @@ func (e *Engine) Put(key string, ent *store.Entry) bool {
 	if cur, ok := e.cfg.Cache.Get(key); ok && !cur.StoredAt.Before(ent.StoredAt) || e.cfg.Cache.Shadowed(key, ent.StoredAt) {
 		return false
 	}
-	if at, ok := e.cfg.Cache.Tombstone(key); ok && ent.Status == 0 && !markerSince(ent).After(at) {
-		// A marker laid after a write its node had not yet heard of: its
-		// since moves past the write here, as variantsSince does.
-		ent = withSince(ent, at.Add(time.Nanosecond))
+	if ent.Status == 0 { // a marker (an answer has no since to move)
+		if at, ok := e.cfg.Cache.Tombstone(key); ok && !markerSince(ent).After(at) {
+			// Laid after a write its node had not yet heard of: its since
+			// moves past the write here, as variantsSince does.
+			ent = withSince(ent, at.Add(time.Nanosecond))
+		}
 	}
 	e.cfg.Cache.Set(key, ent)
 	return true
@@ -182,8 +184,5 @@ func (e *Engine) variantsSince(pkey string, from time.Time) time.Time {
 
 // withSince is marker m with since, its other fields as they are.
 func withSince(m *store.Entry, since time.Time) *store.Entry {
-	names := m.Header.Values("Vary")
-	c := varyMarker(names, m, since)
-	c.StoredAt = m.StoredAt
-	return c
+	return varyMarker(m.Header.Values("Vary"), m, since) // m's own store time and windows
 }

@@ -10,13 +10,14 @@ type Part struct {
 }
 
 // NewPart builds both: rc is the runner's; the service shares its Node,
-// Table, Submit and Now, and refuses jobs past bounds.
-func NewPart(rc RunnerConfig, bounds Bounds) (*Part, error) {
+// Table, Submit and Now, refuses jobs past bounds, and takes uncommitted
+// as its Service.Uncommitted.
+func NewPart(rc RunnerConfig, bounds Bounds, uncommitted func(error) bool) (*Part, error) {
 	r, err := NewRunner(rc)
 	if err != nil {
 		return nil, err
 	}
-	svc := &Service{Node: rc.Node, Table: rc.Table, Submit: rc.Submit, Bounds: bounds, Now: rc.Now}
+	svc := &Service{Node: rc.Node, Table: rc.Table, Submit: rc.Submit, Bounds: bounds, Now: rc.Now, Uncommitted: uncommitted}
 	return &Part{Service: svc, Runner: r}, nil
 }
 

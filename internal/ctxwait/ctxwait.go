@@ -1,6 +1,3 @@
-// Package ctxwait waits for a while unless a context ends first: the
-// pause between retries that breaker, consensus, queue and upstream each
-// make.
 package ctxwait
 
 import (
