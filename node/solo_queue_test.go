@@ -274,7 +274,9 @@ func TestQueueAlwaysQueuesEveryWriteOnASingleNode(t *testing.T) {
 // node whichever transport it ran on.
 func TestASingleNodesDataDirKeepsItsJobsWhenRaftIsSetOrUnset(t *testing.T) {
 	t.Parallel()
-	withRaft := func(c *config.Config) { c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", "a secret for single node tests" }
+	withRaft := func(c *config.Config) {
+		c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", "a secret for single node tests"
+	}
 	without := func(c *config.Config) { c.Node.Raft, c.Cluster.Secret = "", "" }
 	for _, tc := range []struct {
 		name        string
