@@ -76,7 +76,10 @@ func (n *Node) startCluster(ctx context.Context) error {
 // that state would hide the jobs in it.
 func (n *Node) startSolo(ctx context.Context) error {
 	dir := n.cfg.Node.DataDir
-	if err := n.solo.Start(ctx); err != nil {
+	// The log opens local files and waits on nothing: a stop that arrived
+	// meanwhile (ctx done) closes the node once Start is back, in order,
+	// as it did a single node before it had a log (cmd/node's serve).
+	if err := n.solo.Start(context.WithoutCancel(ctx)); err != nil {
 		if errors.Is(err, control.ErrNotAlone) {
 			return fmt.Errorf("node: node.data_dir %s: %w. Start the node with node.raft and node.gossip as it ran before, "+
 				"or move raft.db and snapshots/ out of %s to start it alone with an empty queue (docs/runbook.md)", dir, err, dir)
