@@ -13,6 +13,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/consensus"
+	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/queue"
 )
@@ -153,4 +154,15 @@ func (s *Solo) alone() error {
 func (s *Solo) Close() error {
 	err := s.Node.Close()
 	return errors.Join(err, s.trans.Close())
+}
+
+// Gauges registers the series of the queue's own log that an operator
+// alerts on: the degraded flag and the entries no machine applied, under
+// the names a cluster's node gives them (Plane.Gauges).
+func (s *Solo) Gauges(m *metrics.Metrics) {
+	r := s.Node
+	m.GaugeFunc("levee_raft_degraded", "1 while this node serves without Raft because its Raft store is damaged (/-/readyz says why; docs/runbook.md).",
+		func() float64 { return metrics.Bool(r.Damaged() != nil) })
+	m.CounterFunc("levee_raft_apply_errors_total", "Raft log entries no state machine applied here (unknown tag, rejected command).",
+		func() float64 { return float64(r.Stats().ApplyErrors) })
 }

@@ -367,6 +367,9 @@ func (n *Node) registerGauges() {
 	if n.raft != nil {
 		n.raft.Gauges(n.metrics)
 	}
+	if n.solo != nil {
+		n.solo.Gauges(n.metrics)
+	}
 }
 
 // seats are the explicit ways out of the Raft configuration (api.Seats).

@@ -319,7 +319,7 @@ func TestAClusterMembersDataDirIsRefusedWithoutRaft(t *testing.T) {
 	_, upURL := newDownUpstream(t)
 	s := newSoloNode(t, upURL)
 	h := s.start()
-	h.enqueue("/comments/orders/10")
+	id := h.enqueue("/comments/orders/10")
 	if err := h.node.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -339,6 +339,13 @@ func TestAClusterMembersDataDirIsRefusedWithoutRaft(t *testing.T) {
 		!strings.Contains(err.Error(), "node.raft") || !strings.Contains(err.Error(), s.cfg.Node.DataDir) {
 		t.Fatalf("Start on a cluster member's data dir = %v, want ErrNotAlone naming the voters, node.raft and the data dir", err)
 	}
+	// The runbook's way to run such a data dir alone, once its cluster is
+	// gone for good: levee recover with this node as the only voter.
+	if err := control.RecoverConfig(&rc, voters[:1], testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	h = s.start()
+	h.waitFound(id)
 }
 
 // TestASingleNodeWithADamagedQueueLogServesAndRefusesJobsAtOnce: a
@@ -356,6 +363,9 @@ func TestASingleNodeWithADamagedQueueLogServesAndRefusesJobsAtOnce(t *testing.T)
 	h := s.start()
 	if a := h.get("/-/readyz", nil); a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), "degraded: the queue is off: its raft store in node.data_dir is damaged") {
 		t.Fatalf("/-/readyz: %d %s, want 503 saying the queue's store is damaged", a.status, a.body)
+	}
+	if a := h.get("/metrics", nil); !strings.Contains(string(a.body), "levee_raft_degraded 1") {
+		t.Fatalf("/metrics lacks levee_raft_degraded 1")
 	}
 	start := time.Now()
 	a := h.do(http.MethodPost, "/comments/orders/11", http.Header{"Prefer": {"respond-async"}}, strings.NewReader("{}"))
