@@ -348,28 +348,43 @@ func TestAClusterMembersDataDirIsRefusedWithoutRaft(t *testing.T) {
 	h.waitFound(id)
 }
 
-// TestASingleNodeWithADamagedQueueLogServesAndRefusesJobsAtOnce: a
-// raft.db that is not a database does not stop a single node: it serves,
-// /-/readyz says the queue is off and why, and a write preferring
-// respond-async is answered 503 at once (nothing can be promised: no log
-// ever started), not held 10 s and answered outcome unknown.
-func TestASingleNodeWithADamagedQueueLogServesAndRefusesJobsAtOnce(t *testing.T) {
+// TestADamagedRaftStoreRefusesJobsAtOnce: a raft.db that is not a
+// database stops neither a single node nor one with node.raft: it serves,
+// /-/readyz says what is off and why, levee_raft_degraded is 1, and a
+// write preferring respond-async is answered 503 at once (nothing can be
+// promised: no log ever started), not held 10 s and answered 504 outcome
+// unknown.
+func TestADamagedRaftStoreRefusesJobsAtOnce(t *testing.T) {
 	t.Parallel()
-	_, upURL := newDownUpstream(t)
-	s := newSoloNode(t, upURL)
-	if err := os.WriteFile(filepath.Join(s.cfg.Node.DataDir, "raft.db"), []byte(strings.Repeat("not a bolt file ", 4096)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	h := s.start()
-	if a := h.get("/-/readyz", nil); a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), "degraded: the queue is off: its raft store in node.data_dir is damaged") {
-		t.Fatalf("/-/readyz: %d %s, want 503 saying the queue's store is damaged", a.status, a.body)
-	}
-	if a := h.get("/metrics", nil); !strings.Contains(string(a.body), "levee_raft_degraded 1") {
-		t.Fatalf("/metrics lacks levee_raft_degraded 1")
-	}
-	start := time.Now()
-	a := h.do(http.MethodPost, "/comments/orders/11", http.Header{"Prefer": {"respond-async"}}, strings.NewReader("{}"))
-	if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || time.Since(start) > 5*time.Second {
-		t.Fatalf("enqueue on a damaged log: %d %v after %v, want 503 with Retry-After at once", a.status, a.header, time.Since(start))
+	for _, tc := range []struct {
+		name, ready string
+		edit        func(*config.Config)
+	}{
+		{"a single node's own queue log", "degraded: the queue is off: its raft store in node.data_dir is damaged", func(*config.Config) {}},
+		{"a node with node.raft", "degraded: raft store damaged", func(c *config.Config) {
+			c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", "a secret for single node tests"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, upURL := newDownUpstream(t)
+			s := newSoloNode(t, upURL)
+			tc.edit(s.cfg)
+			if err := os.WriteFile(filepath.Join(s.cfg.Node.DataDir, "raft.db"), []byte(strings.Repeat("not a bolt file ", 4096)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := s.start()
+			if a := h.get("/-/readyz", nil); a.status != http.StatusServiceUnavailable || !strings.Contains(string(a.body), tc.ready) {
+				t.Fatalf("/-/readyz: %d %s, want 503 saying %q", a.status, a.body, tc.ready)
+			}
+			if a := h.get("/metrics", nil); !strings.Contains(string(a.body), "levee_raft_degraded 1") {
+				t.Fatalf("/metrics lacks levee_raft_degraded 1")
+			}
+			start := time.Now()
+			a := h.do(http.MethodPost, "/comments/orders/11", http.Header{"Prefer": {"respond-async"}}, strings.NewReader("{}"))
+			if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" || time.Since(start) > 5*time.Second {
+				t.Fatalf("enqueue on a damaged log: %d %v after %v, want 503 with Retry-After at once", a.status, a.header, time.Since(start))
+			}
+		})
 	}
 }
