@@ -46,7 +46,8 @@ func (n *Node) newControl() (*control.Plane, error) {
 // (control.Solo): one voter, its raft.db and snapshots/ in node.data_dir,
 // the same files a node with node.raft keeps there, so either can take
 // over the other's data dir. The options shorten it as they do a
-// cluster's Raft (timings, in-memory stores, snapshot threshold).
+// cluster's Raft (in-memory stores, snapshot threshold, timings; zero
+// timings are the Solo's own, consensus.FastTimings).
 func (n *Node) newSolo() (*control.Solo, error) {
 	cc := consensus.DefaultConfig()
 	cc.DataDir, cc.InMemory, cc.Timings = n.cfg.Node.DataDir, n.opts.RaftInMemory, n.opts.Timings.Raft
