@@ -199,8 +199,8 @@ type Route struct {
 	// Queue says which writes on the route become durable jobs (see
 	// Queue): RouteQueueOnRequest, "", the default, queues a write only
 	// when the client sends Prefer: respond-async; RouteQueueAlways,
-	// "always", queues every POST, PUT, PATCH and DELETE, and needs
-	// node.raft.
+	// "always", queues every POST, PUT, PATCH and DELETE; either works on
+	// a single node without node.raft (see Queue).
 	Queue string `yaml:"queue"`
 	// UpstreamURL is Upstream parsed, its path ending in "/". Set by Parse
 	// and Load; nil on a Config built in code.

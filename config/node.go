@@ -34,8 +34,10 @@ type Node struct {
 	// admin endpoints too. Port 0 picks a free port. Must differ from
 	// HTTP, Gossip and Raft.
 	Admin string `yaml:"admin"`
-	// DataDir holds raft state. Default "./data/<name>"; it follows a name
-	// changed by Set for as long as it is still that default.
+	// DataDir holds raft state: the cluster's log with Raft, the job
+	// queue's own log without it; and the cache snapshot. Default
+	// "./data/<name>"; it follows a name changed by Set for as long as it
+	// is still that default.
 	DataDir string `yaml:"data_dir"`
 	// Gossip is the memberlist bind host:port. Default "": single node, no
 	// cluster. Port 0 picks a free port.

@@ -4,7 +4,9 @@ import "time"
 
 // Queue configures the durable job queue: writes accepted at once and
 // delivered to the upstream later, committed through the cluster's Raft
-// log so that a job outlives the node that took it. A write is queued when
+// log so that a job outlives the node that took it (on a node without
+// node.raft, a log of its own fsynced in node.data_dir, so that a job
+// outlives the node's restart). A write is queued when
 // the client sends Prefer: respond-async, or always on a route whose Queue
 // is RouteQueueAlways.
 type Queue struct {

@@ -181,8 +181,7 @@ func TestQueueValidate(t *testing.T) {
 			c.Node.Raft, c.Cluster.Secret = "127.0.0.1:0", testSecret
 			c.Routes[0].Queue = RouteQueueAlways
 		}},
-		{name: "route queue always without raft refused", mutate: func(c *Config) { c.Routes[0].Queue = RouteQueueAlways },
-			want: `routes[0].queue: "always" needs node.raft: queued jobs are committed through the cluster's Raft log`},
+		{name: "route queue always on a single node without raft allowed", mutate: func(c *Config) { c.Routes[0].Queue = RouteQueueAlways }},
 		{name: "route queue value unknown refused", mutate: func(c *Config) { c.Routes[0].Queue = "async" },
 			want: `routes[0].queue: "async" must be "" (queue on Prefer: respond-async) or "always"`},
 	}
@@ -206,8 +205,6 @@ func TestQueueParseInvalid(t *testing.T) {
 			want: `queue.retry.jitter: must be in [0, 1] or one of full, equal, none, not "fulll"`},
 		{name: "rule refused", src: "queue: {retry: {max_attempts: 3}}\n" + oneRoute(""),
 			want: "queue.dead_letter_after: 6 must be at most queue.retry.max_attempts (3)"},
-		{name: "route queue always without raft", src: oneRoute("queue: always"),
-			want: `routes[0].queue: "always" needs node.raft`},
 		{name: "route queue other value", src: oneRoute("queue: Always"),
 			want: `routes[0].queue: "Always" must be "" (queue on Prefer: respond-async) or "always"`},
 		{name: "route queue not a scalar", src: oneRoute("queue: {mode: always}"), want: "routes[0].queue: must be a single value"},
@@ -222,9 +219,15 @@ func TestQueueParseInvalid(t *testing.T) {
 	}
 }
 
-func TestRouteQueueAlwaysParsedWithRaft(t *testing.T) {
-	src := "node: {raft: '127.0.0.1:0'}\ncluster: {secret: " + testSecret + "}\n" + oneRoute("queue: always")
-	if got := mustParse(t, src).Routes[0].Queue; got != RouteQueueAlways {
-		t.Fatalf("route queue = %q, want %q", got, RouteQueueAlways)
+// TestRouteQueueAlwaysParsedWithAndWithoutRaft: a single node keeps its
+// own queue log, so queue: always needs neither node.raft nor a secret.
+func TestRouteQueueAlwaysParsedWithAndWithoutRaft(t *testing.T) {
+	for name, src := range map[string]string{
+		"with raft":            "node: {raft: '127.0.0.1:0'}\ncluster: {secret: " + testSecret + "}\n" + oneRoute("queue: always"),
+		"single node, no raft": oneRoute("queue: always"),
+	} {
+		if got := mustParse(t, src).Routes[0].Queue; got != RouteQueueAlways {
+			t.Errorf("%s: route queue = %q, want %q", name, got, RouteQueueAlways)
+		}
 	}
 }

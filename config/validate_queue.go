@@ -35,7 +35,7 @@ func (v *validator) queue(c *Config) {
 	v.check(q.ResponseBodyLimit >= 0 && q.ResponseBodyLimit <= maxQueueResponseBytes,
 		"queue.response_body_limit", "must be in [0, 1MiB]")
 	for i := range c.Routes {
-		v.routeQueue(fmt.Sprintf("routes[%d].queue", i), c.Routes[i].Queue, c.Node.Raft)
+		v.routeQueue(fmt.Sprintf("routes[%d].queue", i), c.Routes[i].Queue)
 	}
 }
 
@@ -60,15 +60,12 @@ func (v *validator) deadLetter(q *Queue) {
 	}
 }
 
-// routeQueue checks a route's queue key. Queued jobs are committed through
-// the Raft log, so a route that queues every write needs node.raft.
-func (v *validator) routeQueue(p, mode, raft string) {
+// routeQueue checks a route's queue key. Every node has a queue (a node
+// without node.raft keeps its own log in node.data_dir), so either mode
+// suits any node.
+func (v *validator) routeQueue(p, mode string) {
 	switch mode {
-	case RouteQueueOnRequest:
-	case RouteQueueAlways:
-		if raft == "" {
-			v.add(p, "%q needs node.raft: queued jobs are committed through the cluster's Raft log", mode)
-		}
+	case RouteQueueOnRequest, RouteQueueAlways:
 	default:
 		v.add(p, "%q must be %q (queue on Prefer: respond-async) or %q", mode, RouteQueueOnRequest, RouteQueueAlways)
 	}

@@ -308,9 +308,15 @@ func (n *Node) goTracked(fn func()) bool {
 	return true
 }
 
-// running returns the raft instance of a started, unclosed node.
+// running returns the raft instance of a started, unclosed node. A node
+// whose Start found its store damaged answers with that damage (ErrDamaged),
+// not ErrClosed: it never ran Raft, so nothing it was asked reached a log,
+// where a close may cut a commit short (ErrClosed: outcome unknown).
 func (n *Node) running() (*raft.Raft, error) {
 	r := n.raft.Load()
+	if d := n.damage.Load(); r == nil && d != nil && n.ctx.Err() == nil {
+		return nil, d
+	}
 	if r == nil || n.ctx.Err() != nil {
 		return nil, ErrClosed
 	}

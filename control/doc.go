@@ -4,7 +4,9 @@
 // committed table with a local guard behind it (breaker.Replicated), the
 // bridge that feeds Raft the gossip view (raftgossip), the forwarding of a
 // follower's proposals to the leader over the peer channel, and the
-// explicit ways out of the Raft configuration (Seats).
+// explicit ways out of the Raft configuration (Seats). A node without
+// node.raft gets Solo instead: a one-voter log over the same state
+// machines, no port, read for its job queue only.
 //
 // Data flow of a breaker failure report: proxy → Plane.Breaker.Allow's
 // done func → breaker.Breaker → LogProposer → Mux.Submitter tags the

@@ -52,7 +52,8 @@ func busyAsTimeout(out []byte, err error) ([]byte, error) {
 // leader was known, raft refused it as not the leader before appending it
 // (raft answers an appended entry it cannot finish with
 // ErrLeadershipLost, an ErrTimeout here), the leader refused it unappended,
-// or the forward provably never reached the leader. Anything else,
+// the forward provably never reached the leader, or this node's Raft
+// store is damaged, so Raft never started here. Anything else,
 // consensus.ErrTimeout and a leader's "could not act now" above all, may
 // have been appended and may still commit (queue.Service.Uncommitted).
 func Uncommitted(err error) bool {
@@ -60,5 +61,6 @@ func Uncommitted(err error) bool {
 		return false // even when it also wraps one of the below
 	}
 	return errors.Is(err, consensus.ErrNoLeader) || errors.Is(err, consensus.ErrNotLeader) ||
-		errors.Is(err, consensus.ErrRefused) || errors.Is(err, peer.ErrNotSent)
+		errors.Is(err, consensus.ErrRefused) || errors.Is(err, peer.ErrNotSent) ||
+		errors.Is(err, consensus.ErrDamaged)
 }

@@ -40,6 +40,7 @@ func TestUncommittedIsOnlyWhatNeverReachedTheLog(t *testing.T) {
 		{"not the leader", fmt.Errorf("%w: raft: node is not the leader", consensus.ErrNotLeader), true},
 		{"refused by the leader", fmt.Errorf("%w: from \"n2\": bad", consensus.ErrRefused), true},
 		{"forward never sent", forward(fmt.Errorf("%w: %w: dial", peer.ErrUnreachable, peer.ErrNotSent)), true},
+		{"raft store damaged, raft never started", &consensus.DamageError{Stage: "open raft.db", Err: errors.New("invalid database")}, true},
 		{"leadership lost mid-commit", fmt.Errorf("%w: outcome unknown: leadership lost while committing log", consensus.ErrTimeout), false},
 		{"commit wait ended", fmt.Errorf("%w: outcome unknown: context deadline exceeded", consensus.ErrTimeout), false},
 		{"closed mid-commit", fmt.Errorf("%w: outcome unknown", consensus.ErrClosed), false},

@@ -93,7 +93,8 @@ type Node struct {
 	api       *api.Server
 	cluster   *mesh.Mesh           // nil on a single node
 	raft      *control.Plane       // nil without node.raft
-	jobs      *queue.Part          // the job queue; nil without node.raft
+	solo      *control.Solo        // the queue's own Raft log without node.raft; nil with it
+	jobs      *queue.Part          // the job queue, over raft's log or solo's
 	persist   *cachefile.Keeper    // nil without cache.persist
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
@@ -130,7 +131,8 @@ func New(cfg *config.Config, opts Options) (*Node, error) {
 
 // wire builds the parts in dependency order: cache and upstream, the
 // cluster (gossip, ring, replication), the breaker (Raft-replicated with a
-// local guard, or local), the engine over all of them, and the API.
+// local guard, or local), the engine over all of them, the job queue
+// (over the cluster's Raft log, or the node's own), and the API.
 func (n *Node) wire() error {
 	var err error
 	if n.cache, err = store.New(store.Config{MaxBytes: n.cfg.Cache.MaxBytes.Int64(), Now: n.opts.Now}); err != nil {
@@ -166,10 +168,8 @@ func (n *Node) wire() error {
 	if err := n.wireEngine(gate); err != nil {
 		return err
 	}
-	if n.raft != nil {
-		if n.jobs, err = n.newJobs(); err != nil {
-			return err
-		}
+	if n.jobs, err = n.newJobs(); err != nil {
+		return err
 	}
 	n.registerGauges()
 	if n.cfg.Cache.Persist { // the cache between runs, in data_dir
@@ -264,7 +264,10 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		ac.Peers = n.cluster.Replicator
 	}
 	if n.raft != nil {
-		ac.Seats, ac.Jobs = n.seats(), n.jobs.Service
+		ac.Seats = n.seats()
+	}
+	if n.jobs != nil {
+		ac.Jobs = n.jobs.Service
 	}
 	ac.Reload = n.reloader.FromSource
 	var err error
@@ -318,6 +321,12 @@ func (n *Node) ready() error {
 			return fmt.Errorf("degraded: %w", d)
 		}
 	}
+	if n.solo != nil && n.solo.Node.Damaged() != nil {
+		// A sentence of the node's own, which the API echoes: the damage
+		// itself names files and Go errors, and went to the log at Start.
+		return errors.New("degraded: the queue is off: its raft store in node.data_dir is damaged " +
+			"(the node's log says what; docs/runbook.md); everything else serves")
+	}
 	if n.cluster != nil {
 		return n.cluster.Ready()
 	}
@@ -357,6 +366,9 @@ func (n *Node) registerGauges() {
 	}
 	if n.raft != nil {
 		n.raft.Gauges(n.metrics)
+	}
+	if n.solo != nil {
+		n.solo.Gauges(n.metrics)
 	}
 }
 

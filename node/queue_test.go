@@ -538,17 +538,3 @@ func TestASingleNodeWithRaftKeepsItsJobsAcrossARestart(t *testing.T) {
 		return ok && j.State == queue.Done
 	})
 }
-
-// TestANodeWithoutRaftServesAWriteThatPrefersAsyncAtOnce: without
-// node.raft there is no queue: the preference is ignored (RFC 7240) and
-// the write is served at once; /-/jobs does not exist.
-func TestANodeWithoutRaftServesAWriteThatPrefersAsyncAtOnce(t *testing.T) {
-	h := start(t, nil)
-	a := h.do(http.MethodPost, "/comments/stories/1/comments", http.Header{"Prefer": {"respond-async"}, "X-Tenant": {"acme"}}, strings.NewReader("{}"))
-	if a.status == http.StatusAccepted || a.header.Get("Preference-Applied") != "" {
-		t.Fatalf("write preferring async without a queue: %d %v, want it served at once", a.status, a.header)
-	}
-	if a := h.get("/-/jobs?state=dead", http.Header{"Authorization": {"Bearer " + adminToken}}); a.status != http.StatusNotFound {
-		t.Fatalf("/-/jobs without a queue: %d, want 404", a.status)
-	}
-}

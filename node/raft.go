@@ -41,3 +41,22 @@ func (n *Node) newControl() (*control.Plane, error) {
 	}
 	return control.New(pc)
 }
+
+// newSolo builds the job queue's own Raft log for a node without node.raft
+// (control.Solo): one voter, its raft.db and snapshots/ in node.data_dir,
+// the same files a node with node.raft keeps there, so either can take
+// over the other's data dir. The options shorten it as they do a
+// cluster's Raft (in-memory stores, snapshot threshold, timings; zero
+// timings are the Solo's own, consensus.FastTimings).
+func (n *Node) newSolo() (*control.Solo, error) {
+	cc := consensus.DefaultConfig()
+	cc.DataDir, cc.InMemory, cc.Timings = n.cfg.Node.DataDir, n.opts.RaftInMemory, n.opts.Timings.Raft
+	if every := n.opts.SnapshotThreshold; every > 0 {
+		cc.SnapshotThreshold, cc.TrailingLogs, cc.SnapshotInterval = every, every, 200*time.Millisecond
+	}
+	return control.NewSolo(control.SoloConfig{
+		Node: n.cfg.Node.Name, Consensus: cc, Queue: routecfg.QueueMachine(n.cfg), Now: n.opts.Now,
+		OnCommit: func(d time.Duration) { n.metrics.CommitLatency.Observe(d.Seconds()) },
+		Logger:   n.log.With("subsystem", "raft"),
+	})
+}

@@ -75,6 +75,12 @@ func TestCheck(t *testing.T) {
 			}},
 		{name: "invalid", yaml: strings.Replace(validYAML, "fresh: 15s", "fresh: 0s", 1), wantCode: 2, wantErr: "routes[0].cache.fresh"},
 		{name: "unknown key", yaml: strings.Replace(validYAML, "  http:", "  htp:", 1), wantCode: 2, wantErr: "node.htp"},
+		{name: "queue: always on a single node, no raft, no secret", yaml: strings.Replace(validYAML, "    cache:", "    queue: always\n    cache:", 1),
+			check: func(t *testing.T, cfg *config.Config, _ string) {
+				if cfg.Routes[0].Queue != config.RouteQueueAlways || cfg.Node.Raft != "" || cfg.Cluster.Secret != "" {
+					t.Fatalf("route queue %q, raft %q, secret %q: want always on a single node", cfg.Routes[0].Queue, cfg.Node.Raft, cfg.Cluster.Secret)
+				}
+			}},
 		{name: "clustered without a secret", yaml: strings.Replace(validYAML, "routes:", "  raft: 127.0.0.1:8300\nroutes:", 1),
 			wantCode: 2, wantErr: "levee secret"},
 	}

@@ -213,7 +213,7 @@ func TestHealthUnreachable(t *testing.T) {
 
 func TestServe(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	cfg, err := loadConfig([]string{"-config", writeConfig(t, validYAML), "-node.http=127.0.0.1:0"}, env(nil), &bytes.Buffer{})
+	cfg, err := loadConfig([]string{"-config", writeConfig(t, validYAML), "-node.http=127.0.0.1:0", "-node.data_dir=" + t.TempDir()}, env(nil), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

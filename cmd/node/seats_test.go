@@ -190,3 +190,67 @@ func leads(addr string) bool {
 	}
 	return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Raft.Leader == "n1"
 }
+
+// TestJobCommandsOnASingleNode runs the CLI against a real single node
+// given only a data dir (no node.raft, no secret): a write preferring
+// respond-async becomes a job, which levee jobs lists as dead after the
+// upstream's 400, levee job replay queues again, and levee status counts.
+func TestJobCommandsOnASingleNode(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such order", http.StatusBadRequest)
+	}))
+	defer up.Close()
+	const token = "a-token-for-the-job-commands"
+	yaml := strings.Replace(validYAML, "  http: 127.0.0.1:7001", fmt.Sprintf("  http: %s\n  data_dir: %s", freeAddr(t), t.TempDir()), 1)
+	yaml = strings.Replace(yaml, "http://127.0.0.1:9000/api/", up.URL+"/api/", 1)
+	yaml = strings.Replace(yaml, "routes:", "cluster:\n  admin_token: "+token+"\nroutes:", 1)
+	cfg, err := loadConfig([]string{"-config", writeConfig(t, yaml)}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), node.Options{Logger: slog.New(slog.DiscardHandler)}) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exit code %d", code)
+		}
+	}()
+	base := "http://" + cfg.Node.HTTP
+	var resp *http.Response
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/comments/orders/1", strings.NewReader("{}"))
+		req.Header.Set("Prefer", "respond-async")
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node never answered: %v", err)
+		}
+	}
+	var job struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&job)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || err != nil {
+		t.Fatalf("enqueue: %d (%v), want 202", resp.StatusCode, err)
+	}
+	e := env(map[string]string{"LEVEE_ADDR": cfg.Node.HTTP, "LEVEE_ADMIN_TOKEN": token})
+	var stdout, stderr bytes.Buffer
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stdout.String(), job.ID); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("levee jobs -state dead never listed %s: %s%s", job.ID, &stdout, &stderr)
+		}
+		stdout.Reset()
+		if code := runTo([]string{"jobs", "-state", "dead"}, e, &stdout, &stderr); code != 0 {
+			t.Fatalf("levee jobs: exit %d; stderr %s", code, &stderr)
+		}
+	}
+	if code := runTo([]string{"job", "replay", job.ID}, e, &stdout, &stderr); code != 0 {
+		t.Fatalf("levee job replay: exit %d; stderr %s", code, &stderr)
+	}
+	stdout.Reset()
+	if code := runTo([]string{"status"}, e, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "queue") {
+		t.Fatalf("levee status: exit %d, stdout %s, stderr %s", code, &stdout, &stderr)
+	}
+}
