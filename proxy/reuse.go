@@ -70,7 +70,8 @@ func (e *Engine) fetchOnce(rt *Route, r *Request, pkey string, old *store.Entry)
 // second time inside the fresh window the first flight just opened (issue
 // 24: a refresh sent a second conditional request 2 ms after the first
 // one's 304). Checked from inside the flight, the race is gone: a flight
-// that ended before this one joined the map stored before it did.
+// that was not in the map when this one joined it has either not begun or
+// stored before it left.
 //
 // It returns that answer as the flight's, a Hit, when r's variant now holds
 // a fresh entry that is not old.
