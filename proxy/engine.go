@@ -351,6 +351,12 @@ func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	}
 	fkey := flightKey(rt, pkey, rc.Header)
 	e.flights.Start(fkey, func(ctx context.Context) (*flight, error) {
+		// old may have been renewed since this request read it, by a
+		// flight that has already left the map: then there is nothing to
+		// refresh (see storedMeanwhile).
+		if f, ok := e.storedMeanwhile(pkey, rc.Header, old); ok {
+			return f, nil
+		}
 		f, err := e.fetch(ctx, rt, &rc, pkey, old)
 		if err == nil {
 			e.remember(rt, fkey, f)

@@ -50,18 +50,38 @@ func waitedFailure(f *flight) error {
 }
 
 // fetchOnce is a flight's work: fetch and store, unless a flight that
-// ended a moment ago already stored a fresh answer.
+// ended a moment ago already stored a fresh answer (storedMeanwhile).
 func (e *Engine) fetchOnce(rt *Route, r *Request, pkey string, old *store.Entry) func(context.Context) (*flight, error) {
 	return func(fctx context.Context) (*flight, error) {
-		// Double-check: a flight for this key may have finished and
-		// stored between our lookup and our Do, in which case we would
-		// start a needless second upstream call.
-		if _, cur := e.lookup(pkey, r.Header); cur != nil && cur != old && cur.Freshness(e.cfg.Now()) == store.Fresh {
-			vary, _ := VaryNames(cur.Header)
-			return &flight{entry: cur, result: Hit, stored: true, shareable: true, vary: vary, reqHdr: r.Header}, nil
+		if f, ok := e.storedMeanwhile(pkey, r.Header, old); ok {
+			return f, nil
 		}
 		return e.fetch(fctx, rt, r, pkey, old)
 	}
+}
+
+// storedMeanwhile is the double-check every flight makes before it calls
+// the upstream, a miss's (fetchOnce) and a stale entry's refresh alike: a
+// request decides to fetch on what its lookup found (old: nothing, or an
+// entry past its fresh window), and joins the in-flight map only after. A
+// flight for the key may have stored a fresh answer and left the map in
+// between (a flight stores before it leaves, store.Group.finish), and a
+// request descheduled there for a millisecond would then fetch the key a
+// second time inside the fresh window the first flight just opened (issue
+// 24: a refresh sent a second conditional request 2 ms after the first
+// one's 304). Checked from inside the flight, the race is gone: a flight
+// that was not in the map when this one joined it has either not begun or
+// stored before it left.
+//
+// It returns that answer as the flight's, a Hit, when r's variant now holds
+// a fresh entry that is not old.
+func (e *Engine) storedMeanwhile(pkey string, h http.Header, old *store.Entry) (*flight, bool) {
+	_, cur := e.lookup(pkey, h)
+	if cur == nil || cur == old || cur.Freshness(e.cfg.Now()) != store.Fresh {
+		return nil, false
+	}
+	vary, _ := VaryNames(cur.Header)
+	return &flight{entry: cur, result: Hit, stored: true, shareable: true, vary: vary, reqHdr: h}, true
 }
 
 // remember records what a fetch for flight key fkey learned: an answer

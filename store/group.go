@@ -160,7 +160,9 @@ func (g *Group[T]) run(ctx context.Context, key string, f *flight[T], fn func(co
 
 // finish removes f from the map before waking its waiters, so a caller that
 // arrives after the wake-up starts a new flight instead of reading an old
-// result.
+// result. fn has stored what it fetched by then; a caller that decided to
+// fetch on what it read before it called Do or Start must read again
+// inside fn, or a flight that ended in between is fetched twice.
 func (g *Group[T]) finish(key string, f *flight[T]) {
 	g.mu.Lock()
 	delete(g.flights, key)
