@@ -126,7 +126,7 @@ func (w wireCommand) command() (Command, error) {
 	if w.V < 0 || w.V > math.MaxUint8 || w.Op < 0 || w.Op > math.MaxUint8 {
 		return Command{}, fmt.Errorf("%w: version %d or op %d out of range", ErrBadCommand, w.V, w.Op)
 	}
-	if w.Failures < 0 || w.Failures > maxFailures || w.MinNodes < 0 || w.MinNodes > maxFailures {
+	if w.Failures < 0 || w.Failures > MaxFailures || w.MinNodes < 0 || w.MinNodes > MaxFailures {
 		return Command{}, fmt.Errorf("%w: failures %d or min nodes %d out of range", ErrBadCommand, w.Failures, w.MinNodes)
 	}
 	return Command{
@@ -172,8 +172,8 @@ func (c Command) validateEnvelope() error {
 }
 
 func (c Command) validateFailure() error {
-	if c.Failures < 1 || c.Failures > maxFailures || c.MinNodes < 1 || c.MinNodes > maxFailures {
-		return fmt.Errorf("%w: failures %d or min nodes %d not in [1, %d]", ErrBadCommand, c.Failures, c.MinNodes, maxFailures)
+	if c.Failures < 1 || c.Failures > MaxFailures || c.MinNodes < 1 || c.MinNodes > MaxFailures {
+		return fmt.Errorf("%w: failures %d or min nodes %d not in [1, %d]", ErrBadCommand, c.Failures, c.MinNodes, MaxFailures)
 	}
 	if err := positive("window", c.Window); err != nil {
 		return err

@@ -49,9 +49,9 @@ func (l *recordList) DecodeMsgpack(d *msgpack.Decoder) error {
 	return decodeList(d, (*[]record)(l), -1)
 }
 
-// DecodeMsgpack implements msgpack.CustomDecoder, bounded by maxFailures.
+// DecodeMsgpack implements msgpack.CustomDecoder, bounded by MaxFailures.
 func (l *failList) DecodeMsgpack(d *msgpack.Decoder) error {
-	return decodeList(d, (*[]failure)(l), maxFailures)
+	return decodeList(d, (*[]failure)(l), MaxFailures)
 }
 
 // decodeList decodes an array into *dst, growing it as elements actually

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/levee/levee/replica"
 )
 
 // Config is the whole configuration of one Levee node.
@@ -118,9 +120,9 @@ type NearCache struct {
 	TTL Duration `yaml:"ttl"`
 }
 
-// MaxNearCacheTTL bounds cluster.near_cache.ttl: a near copy is a
-// shortcut past the owner, never a second cache.
-const MaxNearCacheTTL = time.Minute
+// MaxNearCacheTTL bounds cluster.near_cache.ttl: replica, which keeps
+// the near cache, owns the bound.
+const MaxNearCacheTTL = replica.MaxNearCacheTTL
 
 // Cache sizes the local cache of entries this node owns.
 type Cache struct {
@@ -249,7 +251,8 @@ type RouteRequestHeaders struct {
 
 // RouteBreaker sets a route's circuit breaker.
 type RouteBreaker struct {
-	// Failures within Window that trip the breaker. Default 3; >= 1.
+	// Failures within Window that trip the breaker. Default 3; in
+	// [1, breaker.MaxFailures] (1024).
 	Failures int `yaml:"failures"`
 	// Window over which failures are counted. Default 30s.
 	Window Duration `yaml:"window"`
@@ -260,7 +263,7 @@ type RouteBreaker struct {
 	// Default 20s.
 	OpenFor Duration `yaml:"open_for"`
 	// MinNodes is how many nodes must report failures before it trips.
-	// Default 1; >= 1.
+	// Default 1; in [1, breaker.MaxFailures] (1024).
 	MinNodes int `yaml:"min_nodes"`
 	// ProbeLease is how long a granted probe is held; a probe lost with its
 	// node is re-granted after it. Default 30s.

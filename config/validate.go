@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/levee/levee/ring"
 )
 
 // Validate checks every rule and returns all problems joined with
@@ -74,13 +76,27 @@ func (v *validator) node(n *Node) {
 	v.check(slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel), "node.log_level", "must be debug, info, warn or error")
 	v.check(validAccessLog(n.AccessLog), "node.access_log", "must be off, all, or a fraction in (0, 1]")
 	v.check(n.DrainDelay < n.ShutdownTimeout, "node.drain_delay", "must be < node.shutdown_timeout")
-	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
+	v.check(n.MaxHeaderBytes > 0 && n.MaxHeaderBytes <= MaxHeaderBytes, "node.max_header_bytes",
+		fmt.Sprintf("must be in [1, %v]", MaxHeaderBytes))
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
-	v.positive("node.read_timeout", n.ReadTimeout)
+	v.check(n.ReadTimeout >= MinReadTimeout, "node.read_timeout", fmt.Sprintf("must be >= %v", MinReadTimeout))
 	v.positive("node.idle_timeout", n.IdleTimeout)
 	v.atLeast("node.max_connections", n.MaxConnections, 1)
 	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
 }
+
+// MaxHeaderBytes bounds node.max_header_bytes. net/http reads up to
+// MaxHeaderBytes + 4096 bytes of header, a sum that past the int range
+// turns negative and answers every request 431; Envoy caps its
+// max_request_headers_kb at 8192 KiB, which is ours. The listener in api
+// enforces node.max_header_bytes and trusts this bound.
+const MaxHeaderBytes = ByteSize(8 << 20)
+
+// MinReadTimeout bounds node.read_timeout from below: shorter, a request
+// cannot even arrive (1ns answered none), and a client on a slow link or
+// a peer's forward with a body would be cut off. The listener in api
+// enforces node.read_timeout and trusts this bound.
+const MinReadTimeout = Duration(time.Second)
 
 // writeMargin is how much longer than reading a request and serving it
 // (at most cluster.forward_timeout, which exceeds every route's budget)
@@ -183,7 +199,7 @@ func (v *validator) bootstrap(n *Node) {
 }
 
 func (v *validator) cluster(c *Cluster) {
-	v.check(c.Partitions > 0, "cluster.partitions", "must be > 0")
+	v.between("cluster.partitions", c.Partitions, 1, ring.MaxPartitions) // ring.New refuses more
 	v.check(c.LoadFactor > 1, "cluster.load_factor", "must be > 1")
 	v.atLeast("cluster.replication", c.Replication, 0)
 	v.positive("cluster.rejoin_interval", c.RejoinInterval)
@@ -191,7 +207,7 @@ func (v *validator) cluster(c *Cluster) {
 	v.positive("cluster.stabilization_time", c.StabilizationTime)
 	v.positive("cluster.forward_timeout", c.ForwardTimeout)
 	v.check(c.NearCache.MaxBytes >= 0, "cluster.near_cache.max_bytes", "must be >= 0")
-	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= MaxNearCacheTTL, "cluster.near_cache.ttl", "must be in (0, 1m]")
+	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= MaxNearCacheTTL, "cluster.near_cache.ttl", fmt.Sprintf("must be in (0, %v]", MaxNearCacheTTL))
 }
 
 // validNodeName reports whether s can name a node: it becomes a raft server

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/upstream"
 )
 
 func (v *validator) routes(c *Config) {
@@ -117,16 +120,19 @@ func (v *validator) routeCache(p string, c *RouteCache) {
 }
 
 func (v *validator) breaker(p string, b *RouteBreaker) {
-	v.atLeast(p+".failures", b.Failures, 1)
+	// The breaker owns these bounds (breaker.Settings.Validate refuses
+	// anything else on every call): a file the node accepts must serve.
+	v.between(p+".failures", b.Failures, 1, breaker.MaxFailures)
 	v.positive(p+".window", b.Window)
 	v.positive(p+".slow_call", b.SlowCall)
 	v.positive(p+".open_for", b.OpenFor)
-	v.atLeast(p+".min_nodes", b.MinNodes, 1)
+	v.between(p+".min_nodes", b.MinNodes, 1, breaker.MaxFailures)
 	v.positive(p+".probe_lease", b.ProbeLease)
 }
 
 func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
-	v.positive(p+".budget", r.Budget)
+	// upstream owns the floor: a shorter budget or attempt fails every call.
+	v.check(r.Budget.D() >= upstream.MinTimeout, p+".budget", fmt.Sprintf("must be >= %v", upstream.MinTimeout))
 	if r.Budget > 0 && forward > 0 && r.Budget >= forward {
 		v.add(p+".budget", "%v must be less than cluster.forward_timeout (%v)", r.Budget, forward)
 	}
@@ -138,7 +144,8 @@ func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
 	// An attempt_timeout above budget is not an error: the budget bounds
 	// every attempt anyway, and the 10s default must not fail a route
 	// whose budget is shorter.
-	v.nonNegative(p+".attempt_timeout", r.AttemptTimeout)
+	v.check(r.AttemptTimeout == 0 || r.AttemptTimeout.D() >= upstream.MinTimeout, p+".attempt_timeout",
+		fmt.Sprintf("must be 0 (no per-attempt bound) or >= %v", upstream.MinTimeout))
 }
 
 func (v *validator) backoff(p string, b *Backoff) {
