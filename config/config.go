@@ -60,7 +60,8 @@ type Cluster struct {
 	// endpoints are disabled. When set: at least 16 characters, not a
 	// shipped value, not the Secret.
 	AdminToken string `yaml:"admin_token"`
-	// Partitions is the number of consistent-hash partitions. Default 271.
+	// Partitions is the number of consistent-hash partitions. Default 271;
+	// in [1, ring.MaxPartitions] (65536).
 	Partitions int `yaml:"partitions"`
 	// LoadFactor bounds a member's load relative to the average. Default
 	// 1.25; must be > 1.
@@ -275,7 +276,8 @@ type RouteBreaker struct {
 // three, capped by RetryAfterCap.
 type RouteRetry struct {
 	// Budget bounds the wall time of one logical call, all attempts and
-	// waits included. Default 20s.
+	// waits included. Default 20s; at least upstream.MinTimeout (100ms),
+	// less than cluster.forward_timeout.
 	Budget Duration `yaml:"budget"`
 	// MaxAttempts caps attempts per logical call. Default 4; >= 1.
 	MaxAttempts int `yaml:"max_attempts"`
@@ -300,8 +302,9 @@ type RouteRetry struct {
 	RetryAfterCap Duration `yaml:"retry_after_cap"`
 	// AttemptTimeout bounds one attempt, body read included; an attempt it
 	// cuts is a timeout, retried on the network backoff. Default 10s, as
-	// in the brief; 0 means no per-attempt bound. Budget bounds every
-	// attempt whatever this says.
+	// in the brief; 0 means no per-attempt bound, else at least
+	// upstream.MinTimeout (100ms). Budget bounds every attempt whatever
+	// this says.
 	AttemptTimeout Duration `yaml:"attempt_timeout"`
 }
 

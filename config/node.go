@@ -76,13 +76,14 @@ type Node struct {
 	// health checks to take the node out. Default 0s: /-/readyz still
 	// turns 503 before the node leaves, with no wait.
 	DrainDelay Duration `yaml:"drain_delay"`
-	// MaxHeaderBytes caps a request's header size. Default 32KiB.
+	// MaxHeaderBytes caps a request's header size. Default 32KiB; in
+	// [1, MaxHeaderBytes] (8MiB).
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
 	// MaxRequestBody caps a request body read from a client. Default 1MiB.
 	MaxRequestBody ByteSize `yaml:"max_request_body"`
 	// ReadTimeout bounds reading one whole request, headers and body, on
 	// node.http: a client (or peer) sending slowly is cut off. Default 10s;
-	// > 0.
+	// >= MinReadTimeout (1s).
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds one request from the end of its headers to the
 	// last byte of its answer: reading the body, serving it (a forward, or
