@@ -17,7 +17,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/levee/levee/api"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/queue"
 )
 
 // The bounds table: every numeric and duration key of the config file,
@@ -61,13 +63,17 @@ type boundRow struct {
 	// cluster runs the row on a node with node.gossip and node.raft, a
 	// cluster of one: where cluster.* and queue.* keys take effect.
 	cluster bool
+	// noQueue skips the queued write a cluster row's node must deliver.
+	noQueue bool
 }
 
 // boundRows is the table; TestEveryNumericKeyHasABoundsRow keeps it
 // complete.
 var boundRows = []boundRow{
 	// node.*
-	{key: "node.bootstrap_expect", serve: []string{"0", maxInt}, refuse: []string{"-1", pastInt}, cluster: true}, // waits for voters, serving meanwhile
+	// Above 1, the node waits for voters that never come here: it serves,
+	// and its queue answers 503 until they do.
+	{key: "node.bootstrap_expect", serve: []string{"0", "1", maxInt}, refuse: []string{"-1", pastInt}, cluster: true, noQueue: true},
 	{key: "node.shutdown_timeout", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}},
 	{key: "node.drain_delay", serve: []string{"0", "4999999999ns"}, refuse: []string{"-1ns", "5s"}}, // < node.shutdown_timeout, 5s
 	{key: "node.max_header_bytes", serve: []string{"1", "8MiB"}, refuse: []string{"0", "8388609"}},
@@ -113,7 +119,7 @@ var boundRows = []boundRow{
 	{key: "queue.retry.base", serve: []string{"1ns", "30s"}, refuse: []string{"0"}, cluster: true},                   // <= cap: its row
 	{key: "queue.retry.cap", serve: []string{"500ms", maxDuration}, refuse: []string{"499999999ns", pastDuration}, cluster: true},
 	{key: "queue.retry.jitter", serve: []string{"0", "1", "full", "equal", "none"}, refuse: []string{"-0.1", "1.1", "most"}, cluster: true},
-	{key: "queue.visibility_timeout", serve: []string{"1s", maxDuration}, refuse: []string{"999999999ns", pastDuration}, cluster: true},
+	{key: "queue.visibility_timeout", serve: []string{"1s", "12h"}, refuse: []string{"999999999ns", "43200000000001ns"}, cluster: true},
 	{key: "queue.dead_letter_after", serve: []string{"1", "6"}, refuse: []string{"0", "7"}, cluster: true}, // <= max_attempts, 6
 	{key: "queue.retention", serve: []string{"1m", maxDuration}, refuse: []string{"59999999999ns", pastDuration}, cluster: true},
 	{key: "queue.max_jobs", serve: []string{"1", "1000000"}, refuse: []string{"0", "1000001"}, cluster: true},
@@ -369,6 +375,9 @@ func (c boundCase) atStart(t *testing.T, port string) {
 					t.Fatalf("started with %s: %s, which is past its bound", c.filePath(port), c.value)
 				}
 				expectServes(t, "http://"+n.HTTPAddr())
+				if c.row.cluster && !c.row.noQueue {
+					expectDelivers(t, "http://"+n.HTTPAddr())
+				}
 				return
 			}
 		}
@@ -432,6 +441,55 @@ func expectServes(t *testing.T, base string) {
 			t.Fatalf("GET %s: %d %q (%v), want 200 %q", p, resp.StatusCode, b, err, upstreamBody)
 		}
 	}
+}
+
+// expectDelivers queues a write through the node at base (a node with
+// node.raft runs the job queue) and waits for the upstream to take it:
+// the queue's keys must leave it delivering.
+func expectDelivers(t *testing.T, base string) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	var id string
+	// 503 until the node has elected itself; a client honouring
+	// Retry-After sends again.
+	for deadline := time.Now().Add(20 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/stories/job", strings.NewReader("{}"))
+		req.Header.Set("Prefer", "respond-async")
+		status, b := sendBound(t, client, req)
+		var job struct{ ID string }
+		switch {
+		case status == http.StatusAccepted && json.Unmarshal(b, &job) == nil && job.ID != "":
+			id = job.ID
+		case status != http.StatusServiceUnavailable || time.Now().After(deadline):
+			t.Fatalf("POST /stories/job with Prefer: respond-async: %d %s, want 202", status, b)
+		}
+	}
+	var view api.JobView
+	for deadline := time.Now().Add(20 * time.Second); view.State != queue.Done; time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/-/jobs/"+id, nil)
+		status, b := sendBound(t, client, req)
+		if status != http.StatusOK || json.Unmarshal(b, &view) != nil {
+			t.Fatalf("GET /-/jobs/%s: %d %s", id, status, b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s after 20s (attempts %d, last error %q), want done", id, view.State, view.Attempts, view.LastError)
+		}
+	}
+}
+
+// sendBound does req and reads its answer.
+func sendBound(t *testing.T, client *http.Client, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", req.Method, req.URL.Path, err)
+	}
+	return resp.StatusCode, b
 }
 
 func closeQuietly(t *testing.T, n *Node) {
