@@ -17,8 +17,10 @@ var ErrBadCommand = errors.New("breaker: bad command")
 const CommandVersion = 1
 
 // Bounds on names, so a corrupt entry cannot make the table hold huge keys.
+// MaxRouteLen is exported for config, which bounds routes[].name by it: a
+// longer name failed every call on the route (Allow refuses it).
 const (
-	maxRouteLen = 1024
+	MaxRouteLen = 1024
 	maxNodeLen  = 256
 )
 
@@ -159,8 +161,8 @@ func (c Command) validateEnvelope() error {
 	switch {
 	case c.V != CommandVersion:
 		return fmt.Errorf("%w: version %d, want %d", ErrBadCommand, c.V, CommandVersion)
-	case c.Route == "" || len(c.Route) > maxRouteLen:
-		return fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadCommand, len(c.Route), maxRouteLen)
+	case c.Route == "" || len(c.Route) > MaxRouteLen:
+		return fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadCommand, len(c.Route), MaxRouteLen)
 	case c.Node == "" || len(c.Node) > maxNodeLen:
 		return fmt.Errorf("%w: node length %d not in [1, %d]", ErrBadCommand, len(c.Node), maxNodeLen)
 	case c.At <= 0:

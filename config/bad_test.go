@@ -154,6 +154,17 @@ func TestParseInvalid(t *testing.T) {
 		{name: "negative stale_if_error", src: oneRoute("cache: {stale_if_error: -1m}"), want: []string{"routes[0].cache.stale_if_error: must be >= 0"}},
 		{name: "zero max_body", src: oneRoute("cache: {max_body: 0}"), want: []string{"routes[0].cache.max_body: must be > 0"}},
 		{name: "zero failures", src: oneRoute("breaker: {failures: 0}"), want: []string{"routes[0].breaker.failures: must be in [1, 1024]"}},
+		// The breaker refuses more on every call: the route answered 500.
+		{name: "failures past the breaker's bound", src: oneRoute("breaker: {failures: 2000}"), want: []string{"routes[0].breaker.failures: must be in [1, 1024]"}},
+		{name: "min nodes past the breaker's bound", src: oneRoute("breaker: {min_nodes: 1025}"), want: []string{"routes[0].breaker.min_nodes: must be in [1, 1024]"}},
+		// The queue refuses a job naming a longer route (400 to every
+		// queued write), the breaker a longer one still.
+		{name: "route name past the queue's bound", src: strings.Replace(oneRoute(""), "name: r", "name: "+strings.Repeat("r", 257), 1),
+			want: []string{"routes[0].name: must be at most 256 bytes, not 257"}},
+		// A pause (Retry-After) or queued job for a longer host is refused.
+		{name: "upstream host past pacing's bound", src: strings.Replace(oneRoute(""), "http://x/", "http://"+strings.Repeat("x", 291)+"/", 1),
+			want: []string{"routes[0].upstream: names a host of 301 bytes"}},
+		{name: "partitions past the ring's bound", src: withCluster("{partitions: 65537}"), want: []string{"cluster.partitions: must be in [1, 65536]"}},
 		{name: "zero window", src: oneRoute("breaker: {window: 0s}"), want: []string{"routes[0].breaker.window: must be > 0"}},
 		{name: "zero slow_call", src: oneRoute("breaker: {slow_call: 0s}"), want: []string{"routes[0].breaker.slow_call: must be > 0"}},
 		{name: "zero open_for", src: oneRoute("breaker: {open_for: 0s}"), want: []string{"routes[0].breaker.open_for: must be > 0"}},

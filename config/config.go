@@ -144,14 +144,17 @@ type Cache struct {
 // limits are kept per route.
 type Route struct {
 	// Name identifies the route in metrics, logs and breaker state.
-	// Required, unique, [a-z0-9_-]+.
+	// Required, unique, [a-z0-9_-]+, at most 256 bytes (queue.MaxNameLen:
+	// it travels in breaker commands and queued jobs).
 	Name string `yaml:"name"`
 	// Prefix is the path prefix served, e.g. "/comments/"; it is stripped
 	// and the rest appended to Upstream. Required; starts and ends with
 	// "/"; no route's prefix may be a prefix of another's.
 	Prefix string `yaml:"prefix"`
 	// Upstream is the absolute http(s) URL requests go to; its path is
-	// kept. Required; no query or fragment.
+	// kept. Required; no query or fragment; its scheme://host:port at most
+	// 300 bytes (pacing.MaxHostLen: it travels in host pauses and queued
+	// jobs).
 	Upstream string `yaml:"upstream"`
 	// TLS sets how an https Upstream is verified. Default: every key
 	// unset, which verifies against the host's CA roots, or the Mozilla

@@ -11,7 +11,10 @@ import (
 	"strings"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/pacing"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream"
+	"github.com/levee/levee/upstream/hostkey"
 )
 
 func (v *validator) routes(c *Config) {
@@ -33,8 +36,10 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	}
 	if r.Upstream == "" {
 		v.add(p+".upstream", "is required")
-	} else if _, err := parseUpstream(r.Upstream); err != nil {
+	} else if u, err := parseUpstream(r.Upstream); err != nil {
 		v.add(p+".upstream", "%q %v", r.Upstream, err)
+	} else if key := hostkey.Of(u); len(key) > maxHostKey {
+		v.add(p+".upstream", "names a host of %d bytes (%s), at most %d", len(key), key, maxHostKey)
 	}
 	v.routeTLS(p+".tls", r)
 	v.tenant(p, r)
@@ -47,9 +52,23 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	v.limits(p+".limits", &r.Limits)
 }
 
+// maxRouteName bounds a route's name: it travels in every breaker command
+// (breaker.MaxRouteLen) and in every queued job (queue.MaxNameLen), which
+// refuse longer ones.
+const maxRouteName = min(breaker.MaxRouteLen, queue.MaxNameLen)
+
+// maxHostKey bounds the host a route's upstream names (as hostkey.Of
+// keys it): it travels in every pause (pacing.MaxHostLen) and queued job
+// (queue.MaxHostLen), which refuse longer ones.
+const maxHostKey = min(pacing.MaxHostLen, queue.MaxHostLen)
+
 func (v *validator) routeName(p, name string) {
 	if name == "" {
 		v.add(p, "is required")
+		return
+	}
+	if len(name) > maxRouteName {
+		v.add(p, "must be at most %d bytes, not %d", maxRouteName, len(name))
 		return
 	}
 	for i := range len(name) {

@@ -77,14 +77,17 @@ const (
 	OutcomeDefer
 )
 
-// MaxJobs bounds Bounds.MaxJobs (queue.max_jobs) and MaxNameLen the names
-// a job carries: its route (routes[].name), tenant, node and
-// Idempotency-Key. A command past them is refused, so config validates
-// queue.max_jobs and route names with them: a file the node accepts must
-// queue.
+// MaxJobs bounds Bounds.MaxJobs (queue.max_jobs), MaxNameLen the names a
+// job carries (its route, routes[].name, tenant, node and
+// Idempotency-Key) and MaxHostLen its host. A command past them is
+// refused, so config validates queue.max_jobs, route names and upstream
+// hosts with them: a file the node accepts must queue (a 300-byte route
+// name answered every queued write 400).
 const (
 	MaxJobs    = 1_000_000
 	MaxNameLen = 256
+	// MaxHostLen bounds a job's upstream host key, as pacing's.
+	MaxHostLen = 300
 )
 
 // MaxVisibility bounds a lease (Pace.Visibility, queue.visibility_timeout,
@@ -98,7 +101,6 @@ const MaxVisibility = 12 * time.Hour
 // grow a node without end.
 const (
 	maxIDLen      = 64
-	maxHostLen    = 300
 	maxPathLen    = 8 << 10
 	maxHeaders    = 128
 	maxHeaderLen  = 16 << 10
@@ -213,7 +215,7 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("%w: body of %d bytes", ErrBadCommand, len(r.Body))
 	case r.Key == "" || len(r.Key) > MaxNameLen:
 		return fmt.Errorf("%w: idempotency key of %d bytes", ErrBadCommand, len(r.Key))
-	case r.Host == "" || len(r.Host) > maxHostLen:
+	case r.Host == "" || len(r.Host) > MaxHostLen:
 		return fmt.Errorf("%w: host of %d bytes", ErrBadCommand, len(r.Host))
 	}
 	return validHeader(r.Header)
