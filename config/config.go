@@ -217,14 +217,15 @@ type Route struct {
 type RouteCache struct {
 	// Fresh is how long an entry is served without an upstream call when
 	// the upstream's answer gives no freshness of its own (Cache-Control
-	// s-maxage or max-age, Expires): those replace it. Default 15s; must
-	// be > 0.
+	// s-maxage or max-age, Expires): those replace it. Default 15s; in
+	// (0, proxy.MaxLifetime], 2^31 s, as the upstream's own lifetimes.
 	Fresh Duration `yaml:"fresh"`
 	// Stale follows Fresh: the entry is served while one background
-	// refresh runs. Default 15s; >= 0.
+	// refresh runs. Default 15s; in [0, proxy.MaxLifetime].
 	Stale Duration `yaml:"stale"`
 	// StaleIfError follows Stale: the entry is still served while the
-	// upstream fails or the breaker is open. Default 10m; >= 0.
+	// upstream fails or the breaker is open. Default 10m; in [0,
+	// proxy.MaxLifetime].
 	StaleIfError Duration `yaml:"stale_if_error"`
 	// MaxBody is the largest body cached; bigger ones are served but not
 	// cached. Default 1MiB; must be > 0.

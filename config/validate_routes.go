@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/pacing"
+	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream"
 	"github.com/levee/levee/upstream/hostkey"
@@ -134,6 +135,14 @@ func (v *validator) routeCache(p string, c *RouteCache) {
 	v.positive(p+".fresh", c.Fresh)
 	v.nonNegative(p+".stale", c.Stale)
 	v.nonNegative(p+".stale_if_error", c.StaleIfError)
+	// The upstream's own lifetimes are capped at proxy.MaxLifetime (RFC
+	// 9111 §1.2.2), and so are the route's.
+	for _, w := range []struct {
+		key string
+		d   Duration
+	}{{".fresh", c.Fresh}, {".stale", c.Stale}, {".stale_if_error", c.StaleIfError}} {
+		v.check(w.d.D() <= proxy.MaxLifetime, p+w.key, fmt.Sprintf("must be at most %v (2^31 s, RFC 9111 §1.2.2)", proxy.MaxLifetime))
+	}
 	v.positiveSize(p+".max_body", c.MaxBody)
 	v.nonNegative(p+".hit_for_miss", c.HitForMiss)
 }

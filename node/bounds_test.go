@@ -50,6 +50,8 @@ const (
 	pastInt      = "9223372036854775808"
 	maxFloat     = "1.7976931348623157e308"
 	pastFloat    = "1.8e308"
+	maxLifetime  = "2147483648s" // proxy.MaxLifetime
+	pastLifetime = "2147483648000000001ns"
 )
 
 // boundRow is one key's bounds.
@@ -127,9 +129,10 @@ var boundRows = []boundRow{
 	{key: "queue.response_body_limit", serve: []string{"0", "1MiB"}, refuse: []string{"-1", "1048577"}, cluster: true},
 
 	// routes[].cache
-	{key: "routes[*].cache.fresh", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}},
-	{key: "routes[*].cache.stale", serve: []string{"0", maxDuration}, refuse: []string{"-1ns", pastDuration}},
-	{key: "routes[*].cache.stale_if_error", serve: []string{"0", maxDuration}, refuse: []string{"-1ns", pastDuration}},
+	// At most 2^31 s each (proxy.MaxLifetime), as the upstream's own.
+	{key: "routes[*].cache.fresh", serve: []string{"1ns", maxLifetime}, refuse: []string{"0", pastLifetime}},
+	{key: "routes[*].cache.stale", serve: []string{"0", maxLifetime}, refuse: []string{"-1ns", pastLifetime}},
+	{key: "routes[*].cache.stale_if_error", serve: []string{"0", maxLifetime}, refuse: []string{"-1ns", pastLifetime}},
 	{key: "routes[*].cache.max_body", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
 	{key: "routes[*].cache.hit_for_miss", serve: []string{"0", maxDuration}, refuse: []string{"-1ns", pastDuration}},
 
