@@ -25,20 +25,31 @@ import (
 // The bounds table: every numeric and duration key of the config file,
 // each at its bounds and one step past them. A value at a bound must give
 // a node that serves (a GET through each route answers as the upstream
-// does), through start and through reload; a value past one must be
-// refused, at start and on reload, by an error naming the key. A key that
-// is valid in config but that a runtime part refuses or misreads is the bug
-// this guards against (routes[].breaker.failures: 2000 passed Validate and
-// every request on the route answered 500).
+// does, and on a node with node.raft a queued write is delivered), through
+// start and through reload; a value past one must be refused, at start
+// (config.Parse, which cmd/node turns into exit status 2) and on reload
+// (POST /-/reload answers 422, the node keeps its config), by an error
+// naming the key. A key that config accepts but a runtime part refuses or
+// misreads is the bug this guards against: routes[].breaker.failures: 2000
+// passed Validate and every request on the route answered 500.
 //
-// Adding a key: TestEveryNumericKeyHasABoundsRow fails until the key has a
-// row in boundRows. Write the row as the key appears in the file, with
-// [*] for the route and the hosts entry ("routes[*].breaker.failures",
-// `hosts[*].burst`), serve listing the values at its bounds (the type's
-// largest, maxDuration, maxInt, …, when the key has no upper bound of its
-// own) and refuse the values one step past them. A value is file text; a
-// key that needs another key to move with it (node.write_timeout follows
-// node.read_timeout) takes "key=value key2=value2" pairs via also.
+// Adding a key (the integrator's node.* connection keys, say):
+// TestEveryNumericKeyHasABoundsRow fails until the key has exactly one row
+// in boundRows. Write it as the key appears in the file, with [*] for the
+// route and the hosts entry ("routes[*].breaker.failures",
+// "hosts[*].burst"); list in serve the values at its bounds (maxDuration,
+// maxInt, maxFloat, the type's largest, when the key has no upper bound of
+// its own) and in refuse the values one step past them, as file text, e.g.
+//
+//	{key: "node.max_connections", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
+//
+// A rule tying the key to another (node.write_timeout >= node.read_timeout
+// + ...) goes in also as "key=value" pairs set with every value; cluster
+// runs the row on a node with node.gossip and node.raft (where cluster.*
+// and queue.* keys take effect) and checks a queued write is delivered. A
+// value past a bound that another key's rule names (a base above its cap)
+// is that key's row. Run: go test -run TestEveryNumericKey ./node/
+// (about 15 s; the cases run in parallel).
 
 // The largest values of each kind of key, and one step past them: what a
 // key without a bound of its own must serve with, and what its parser
