@@ -64,7 +64,8 @@ type QueueRetry struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Base is the first backoff ceiling. Default 500ms; > 0.
 	Base Duration `yaml:"base"`
-	// Cap bounds every ceiling. Default 30s; >= Base.
+	// Cap bounds every ceiling. Default 30s; in [Base, queue.MaxDelay]
+	// (24h).
 	Cap Duration `yaml:"cap"`
 	// Jitter is how far below its ceiling a wait is drawn: full, equal,
 	// none or a number in [0, 1] (see Jitter). Default full.

@@ -47,6 +47,9 @@ func (v *validator) queueRetry(r *QueueRetry) {
 	v.between("queue.retry.max_attempts", r.MaxAttempts, 1, maxQueueAttempts)
 	b := r.Backoff()
 	v.backoff("queue.retry", &b)
+	// queue cuts a longer wait to its MaxDelay: a longer cap would be
+	// silently another.
+	v.check(r.Cap.D() <= queue.MaxDelay, "queue.retry.cap", fmt.Sprintf("must be at most %v", queue.MaxDelay))
 }
 
 // deadLetter checks that a job is dead-lettered no later than its last

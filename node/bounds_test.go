@@ -129,8 +129,8 @@ var boundRows = []boundRow{
 	{key: "queue.rate_limit.tokens", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}, cluster: true},
 	{key: "queue.rate_limit.refill_per_second", serve: []string{"5e-324", maxFloat}, refuse: []string{"0", pastFloat}, cluster: true},
 	{key: "queue.retry.max_attempts", serve: []string{"1", "100"}, refuse: []string{"0", "101"}, cluster: true, also: []string{"queue.dead_letter_after=1"}},
-	{key: "queue.retry.base", serve: []string{"1ns", "30s"}, refuse: []string{"0"}, cluster: true}, // <= cap: its row
-	{key: "queue.retry.cap", serve: []string{"500ms", maxDuration}, refuse: []string{"499999999ns", pastDuration}, cluster: true},
+	{key: "queue.retry.base", serve: []string{"1ns", "30s"}, refuse: []string{"0"}, cluster: true},                                // <= cap: its row
+	{key: "queue.retry.cap", serve: []string{"500ms", "24h"}, refuse: []string{"499999999ns", "86400000000001ns"}, cluster: true}, // queue.MaxDelay
 	{key: "queue.retry.jitter", serve: []string{"0", "1", "full", "equal", "none"}, refuse: []string{"-0.1", "1.1", "most"}, cluster: true},
 	{key: "queue.visibility_timeout", serve: []string{"1s", "12h"}, refuse: []string{"999999999ns", "43200000000001ns"}, cluster: true},
 	{key: "queue.dead_letter_after", serve: []string{"1", "6"}, refuse: []string{"0", "7"}, cluster: true}, // <= max_attempts, 6

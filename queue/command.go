@@ -97,6 +97,11 @@ const (
 // lease would only hold a dead worker's job back.
 const MaxVisibility = 12 * time.Hour
 
+// MaxDelay bounds the wait before a job's next attempt: a longer one is
+// cut to it. config bounds queue.retry.cap by it, so a schedule the file
+// sets is the schedule the queue keeps.
+const MaxDelay = 24 * time.Hour
+
 // Bounds on what a command may carry: a forged or corrupt entry cannot
 // grow a node without end.
 const (
@@ -106,7 +111,7 @@ const (
 	maxHeaderLen  = 16 << 10
 	maxBodyLen    = 64 << 20
 	maxErrorLen   = 1 << 10
-	maxDelay      = int64(24 * 60 * 60 * 1e9)
+	maxDelay      = int64(MaxDelay)
 	maxAttemptNum = 1 << 20
 )
 
