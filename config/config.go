@@ -70,7 +70,7 @@ type Cluster struct {
 	// Default 1.
 	Replication int `yaml:"replication"`
 	// RejoinInterval is how often a node with no peers retries Join.
-	// Default 30s.
+	// Default 30s; >= MinRejoinInterval (100ms).
 	RejoinInterval Duration `yaml:"rejoin_interval"`
 	// DeadAfter is how long a member may be dead or stopped (gone from
 	// gossip) before the Raft leader removes it from the configuration.
@@ -136,7 +136,8 @@ type Cache struct {
 	Persist bool `yaml:"persist"`
 	// PersistInterval is how often the cache is also saved while the node
 	// runs, which bounds what a killed node (SIGKILL, power loss) loses.
-	// Default 30s; 0s saves only on a graceful stop.
+	// Default 30s; 0s saves only on a graceful stop, else at least
+	// cachefile.MinEvery (1s).
 	PersistInterval Duration `yaml:"persist_interval"`
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/levee/levee/cachefile"
 	"github.com/levee/levee/ring"
 )
 
@@ -23,7 +24,8 @@ func (c *Config) Validate() error {
 	v.credentials(c)
 	v.writeTimeout(&c.Node, &c.Cluster)
 	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
-	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
+	v.check(c.Cache.PersistInterval == 0 || c.Cache.PersistInterval.D() >= cachefile.MinEvery, "cache.persist_interval",
+		fmt.Sprintf("must be 0 (on stop only) or >= %v", cachefile.MinEvery))
 	v.routes(c)
 	v.hosts(c)
 	v.queue(c)
@@ -97,6 +99,13 @@ const MaxHeaderBytes = ByteSize(8 << 20)
 // a peer's forward with a body would be cut off. The listener in api
 // enforces node.read_timeout and trusts this bound.
 const MinReadTimeout = Duration(time.Second)
+
+// MinRejoinInterval bounds cluster.rejoin_interval from below: the
+// rejoin loop (cluster.Membership, which trusts this bound) runs once per
+// interval, and at 1ns it took most of a core (measured: 0.9 cores on a
+// node with no peers). memberlist's own fastest loop, gossip, runs every
+// 200ms on a LAN.
+const MinRejoinInterval = Duration(100 * time.Millisecond)
 
 // writeMargin is how much longer than reading a request and serving it
 // (at most cluster.forward_timeout, which exceeds every route's budget)
@@ -202,7 +211,7 @@ func (v *validator) cluster(c *Cluster) {
 	v.between("cluster.partitions", c.Partitions, 1, ring.MaxPartitions) // ring.New refuses more
 	v.check(c.LoadFactor > 1, "cluster.load_factor", "must be > 1")
 	v.atLeast("cluster.replication", c.Replication, 0)
-	v.positive("cluster.rejoin_interval", c.RejoinInterval)
+	v.check(c.RejoinInterval >= MinRejoinInterval, "cluster.rejoin_interval", fmt.Sprintf("must be >= %v", MinRejoinInterval))
 	v.positive("cluster.dead_after", c.DeadAfter)
 	v.positive("cluster.stabilization_time", c.StabilizationTime)
 	v.positive("cluster.forward_timeout", c.ForwardTimeout)

@@ -103,7 +103,7 @@ var boundRows = []boundRow{
 	{key: "cluster.partitions", serve: []string{"1", "65536"}, refuse: []string{"0", "65537"}, cluster: true},
 	{key: "cluster.load_factor", serve: []string{"1.0000000000000002", maxFloat}, refuse: []string{"1", pastFloat}, cluster: true},
 	{key: "cluster.replication", serve: []string{"0", maxInt}, refuse: []string{"-1", pastInt}, cluster: true},
-	{key: "cluster.rejoin_interval", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}, cluster: true},
+	{key: "cluster.rejoin_interval", serve: []string{"100ms", maxDuration}, refuse: []string{"99999999ns", pastDuration}, cluster: true},
 	{key: "cluster.dead_after", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}, cluster: true},
 	{key: "cluster.stabilization_time", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}, cluster: true},
 	// Above every route's budget (20s, and so refused at 20s naming
@@ -115,7 +115,7 @@ var boundRows = []boundRow{
 
 	// cache.*
 	{key: "cache.max_bytes", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
-	{key: "cache.persist_interval", serve: []string{"0", maxDuration}, refuse: []string{"-1ns", pastDuration}},
+	{key: "cache.persist_interval", serve: []string{"0", "1s", maxDuration}, refuse: []string{"-1ns", "1ns", "999999999ns", pastDuration}},
 
 	// hosts, upstream
 	{key: "hosts[*].inflight", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
