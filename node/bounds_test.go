@@ -397,7 +397,7 @@ func (c boundCase) atStart(t *testing.T, port string) {
 		var n *Node
 		if n, err = New(cfg, boundsOptions(t, c.row.cluster)); err == nil {
 			if err = n.Start(context.Background()); err == nil {
-				defer closeQuietly(t, n)
+				defer closeNode(t, n)
 				if !c.serve {
 					t.Fatalf("started with %s: %s, which is past its bound", c.filePath(port), c.value)
 				}
@@ -519,10 +519,11 @@ func sendBound(t *testing.T, client *http.Client, req *http.Request) (int, []byt
 	return resp.StatusCode, b
 }
 
-func closeQuietly(t *testing.T, n *Node) {
+// closeNode stops n: a node a config lets start must stop cleanly too.
+func closeNode(t *testing.T, n *Node) {
 	t.Helper()
 	if err := n.Close(); err != nil {
-		t.Logf("Close: %v", err)
+		t.Errorf("Close: %v", err)
 	}
 }
 
@@ -596,7 +597,7 @@ func startBoundsReloadable(t *testing.T, port string, cluster bool) *boundsReloa
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeQuietly(t, n) })
+	t.Cleanup(func() { closeNode(t, n) })
 	rn.base0 = "http://" + n.HTTPAddr()
 	return rn
 }
