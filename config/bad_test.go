@@ -98,6 +98,9 @@ func TestParseInvalid(t *testing.T) {
 		{name: "zero inflight fetches", src: withNode("{max_inflight_fetches: 0}"), want: []string{"node.max_inflight_fetches: must be >= 1"}},
 		{name: "write timeout shorter than a served request", src: withNode("{write_timeout: 30s}"),
 			want: []string{"node.write_timeout: 30s must be at least node.read_timeout + cluster.forward_timeout + 5s (40s)"}},
+		// The sum saturates: wrapped negative, it let any write timeout by.
+		{name: "the longest read timeout needs the longest write timeout", src: withNode("{read_timeout: 2562047h47m16.854775807s}"),
+			want: []string{"node.write_timeout: 40s must be at least node.read_timeout + cluster.forward_timeout + 5s (2562047h47m16.854775807s)"}},
 		{name: "longer forward needs a longer write timeout", src: "node: {read_timeout: 5s}\ncluster: {forward_timeout: 60s}\n" + oneRoute(""),
 			want: []string{"node.write_timeout: 40s must be at least node.read_timeout + cluster.forward_timeout + 5s (1m10s)"}},
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -116,10 +117,24 @@ const writeMargin = Duration(5 * time.Second)
 // to arrive and all of cluster.forward_timeout to be served can still be
 // answered.
 func (v *validator) writeTimeout(n *Node, c *Cluster) {
-	if least := n.ReadTimeout + c.ForwardTimeout + writeMargin; n.WriteTimeout < least {
+	if least := addSat(n.ReadTimeout, c.ForwardTimeout, writeMargin); n.WriteTimeout < least {
 		v.add("node.write_timeout", "%v must be at least node.read_timeout + cluster.forward_timeout + %v (%v)",
 			n.WriteTimeout, writeMargin, least)
 	}
+}
+
+// addSat adds durations, saturating at the largest: a sum past it wrapped
+// negative, and a read_timeout of 292 years then let any write_timeout
+// through.
+func addSat(ds ...Duration) Duration {
+	var sum Duration
+	for _, d := range ds {
+		if d > 0 && sum > math.MaxInt64-d {
+			return math.MaxInt64
+		}
+		sum += d
+	}
+	return sum
 }
 
 // bindAddr checks an optional listen address: host:port, where an empty
