@@ -166,9 +166,15 @@ func (c *Config) EffectiveMemoryLimit() int64 {
 	return caches + caches/4 + memoryLimitSlack
 }
 
-// cacheBytes is what the node's two caches may hold together.
+// cacheBytes is what the node's two caches may hold together, saturating
+// at the largest size: a sum wrapped negative let any node.memory_limit
+// by (1 byte, and the collector would run without end).
 func (c *Config) cacheBytes() int64 {
-	return c.Cache.MaxBytes.Int64() + max(c.Cluster.NearCache.MaxBytes.Int64(), 0)
+	a, b := max(c.Cache.MaxBytes.Int64(), 0), max(c.Cluster.NearCache.MaxBytes.Int64(), 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // gc checks node.gc_percent and node.memory_limit.
