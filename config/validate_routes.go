@@ -148,6 +148,7 @@ func (v *validator) routeCache(p string, c *RouteCache) {
 }
 
 func (v *validator) breaker(p string, b *RouteBreaker) {
+	before := len(v.errs)
 	// The breaker owns these bounds (breaker.Settings.Validate refuses
 	// anything else on every call): a file the node accepts must serve.
 	v.between(p+".failures", b.Failures, 1, breaker.MaxFailures)
@@ -156,6 +157,17 @@ func (v *validator) breaker(p string, b *RouteBreaker) {
 	v.positive(p+".open_for", b.OpenFor)
 	v.between(p+".min_nodes", b.MinNodes, 1, breaker.MaxFailures)
 	v.positive(p+".probe_lease", b.ProbeLease)
+	// And the breaker has the last word: a rule it adds that the checks
+	// above lack still refuses the file, naming the block.
+	if err := b.Settings().Validate(); err != nil && len(v.errs) == before {
+		v.add(p, "%v", err)
+	}
+}
+
+// Settings is the route's breaker block as the breaker takes it.
+func (b RouteBreaker) Settings() breaker.Settings {
+	return breaker.Settings{Failures: b.Failures, Window: b.Window.D(), SlowCall: b.SlowCall.D(),
+		OpenFor: b.OpenFor.D(), MinNodes: b.MinNodes, ProbeLease: b.ProbeLease.D()}
 }
 
 func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
