@@ -238,7 +238,7 @@ func TestEveryNumericKeyHasABoundsRow(t *testing.T) {
 	}
 	for _, k := range want {
 		if n := count(have, k); n != 1 {
-			t.Errorf("%s has %d rows in boundRows, want 1 (see the comment above maxDuration)", k, n)
+			t.Errorf("%s has %d rows in boundRows, want 1 (the comment atop bounds_test.go says how to add one)", k, n)
 		}
 	}
 	for _, k := range have {
