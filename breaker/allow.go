@@ -27,8 +27,8 @@ func (b *Breaker) Allow(ctx context.Context, route string, s Settings) (Ticket, 
 	if err := s.Validate(); err != nil {
 		return Ticket{}, err
 	}
-	if route == "" || len(route) > maxRouteLen {
-		return Ticket{}, fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadSettings, len(route), maxRouteLen)
+	if route == "" || len(route) > MaxRouteLen {
+		return Ticket{}, fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadSettings, len(route), MaxRouteLen)
 	}
 	now := b.now()
 	v := b.View(route)

@@ -362,7 +362,7 @@ func TestSettingsValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Settings) {}, true},
 		{"zero failures", func(s *Settings) { s.Failures = 0 }, false},
-		{"too many failures", func(s *Settings) { s.Failures = maxFailures + 1 }, false},
+		{"too many failures", func(s *Settings) { s.Failures = MaxFailures + 1 }, false},
 		{"zero min nodes", func(s *Settings) { s.MinNodes = 0 }, false},
 		{"zero window", func(s *Settings) { s.Window = 0 }, false},
 		{"zero slow call", func(s *Settings) { s.SlowCall = 0 }, false},

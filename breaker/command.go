@@ -17,8 +17,10 @@ var ErrBadCommand = errors.New("breaker: bad command")
 const CommandVersion = 1
 
 // Bounds on names, so a corrupt entry cannot make the table hold huge keys.
+// MaxRouteLen is exported for config, which bounds routes[].name by it: a
+// longer name failed every call on the route (Allow refuses it).
 const (
-	maxRouteLen = 1024
+	MaxRouteLen = 1024
 	maxNodeLen  = 256
 )
 
@@ -126,7 +128,7 @@ func (w wireCommand) command() (Command, error) {
 	if w.V < 0 || w.V > math.MaxUint8 || w.Op < 0 || w.Op > math.MaxUint8 {
 		return Command{}, fmt.Errorf("%w: version %d or op %d out of range", ErrBadCommand, w.V, w.Op)
 	}
-	if w.Failures < 0 || w.Failures > maxFailures || w.MinNodes < 0 || w.MinNodes > maxFailures {
+	if w.Failures < 0 || w.Failures > MaxFailures || w.MinNodes < 0 || w.MinNodes > MaxFailures {
 		return Command{}, fmt.Errorf("%w: failures %d or min nodes %d out of range", ErrBadCommand, w.Failures, w.MinNodes)
 	}
 	return Command{
@@ -159,8 +161,8 @@ func (c Command) validateEnvelope() error {
 	switch {
 	case c.V != CommandVersion:
 		return fmt.Errorf("%w: version %d, want %d", ErrBadCommand, c.V, CommandVersion)
-	case c.Route == "" || len(c.Route) > maxRouteLen:
-		return fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadCommand, len(c.Route), maxRouteLen)
+	case c.Route == "" || len(c.Route) > MaxRouteLen:
+		return fmt.Errorf("%w: route length %d not in [1, %d]", ErrBadCommand, len(c.Route), MaxRouteLen)
 	case c.Node == "" || len(c.Node) > maxNodeLen:
 		return fmt.Errorf("%w: node length %d not in [1, %d]", ErrBadCommand, len(c.Node), maxNodeLen)
 	case c.At <= 0:
@@ -172,8 +174,8 @@ func (c Command) validateEnvelope() error {
 }
 
 func (c Command) validateFailure() error {
-	if c.Failures < 1 || c.Failures > maxFailures || c.MinNodes < 1 || c.MinNodes > maxFailures {
-		return fmt.Errorf("%w: failures %d or min nodes %d not in [1, %d]", ErrBadCommand, c.Failures, c.MinNodes, maxFailures)
+	if c.Failures < 1 || c.Failures > MaxFailures || c.MinNodes < 1 || c.MinNodes > MaxFailures {
+		return fmt.Errorf("%w: failures %d or min nodes %d not in [1, %d]", ErrBadCommand, c.Failures, c.MinNodes, MaxFailures)
 	}
 	if err := positive("window", c.Window); err != nil {
 		return err

@@ -117,7 +117,7 @@ func (r *route) prune(cutoff int64) {
 
 // add appends f, forgetting the oldest failure when the list is full.
 func (r *route) add(f failure) {
-	if len(r.fails) >= maxFailures {
+	if len(r.fails) >= MaxFailures {
 		r.dropNode(r.fails[0].Node)
 		r.fails = append(r.fails[:0], r.fails[1:]...)
 	}

@@ -9,10 +9,13 @@ import (
 // ErrBadSettings is wrapped by Settings.Validate.
 var ErrBadSettings = errors.New("breaker: bad settings")
 
-// maxFailures bounds Settings.Failures and Settings.MinNodes, and is also the
+// MaxFailures bounds Settings.Failures and Settings.MinNodes, and is also the
 // number of failures a route remembers: an unbounded list would let one noisy
 // node grow the replicated state without limit while MinNodes is unmet.
-const maxFailures = 1024
+// config validates routes[].breaker.failures and min_nodes with it, so a
+// file the node accepts never reaches Validate's refusal (which answered
+// every request on the route 500).
+const MaxFailures = 1024
 
 // State is the breaker state of one route.
 type State uint8
@@ -81,10 +84,10 @@ func DefaultSettings() Settings {
 // Validate reports the first out-of-range field, wrapping ErrBadSettings.
 func (s Settings) Validate() error {
 	switch {
-	case s.Failures < 1 || s.Failures > maxFailures:
-		return fmt.Errorf("%w: Failures %d not in [1, %d]", ErrBadSettings, s.Failures, maxFailures)
-	case s.MinNodes < 1 || s.MinNodes > maxFailures:
-		return fmt.Errorf("%w: MinNodes %d not in [1, %d]", ErrBadSettings, s.MinNodes, maxFailures)
+	case s.Failures < 1 || s.Failures > MaxFailures:
+		return fmt.Errorf("%w: Failures %d not in [1, %d]", ErrBadSettings, s.Failures, MaxFailures)
+	case s.MinNodes < 1 || s.MinNodes > MaxFailures:
+		return fmt.Errorf("%w: MinNodes %d not in [1, %d]", ErrBadSettings, s.MinNodes, MaxFailures)
 	case s.Window <= 0:
 		return fmt.Errorf("%w: Window %v must be positive", ErrBadSettings, s.Window)
 	case s.SlowCall <= 0:

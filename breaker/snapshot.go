@@ -49,9 +49,9 @@ func (l *recordList) DecodeMsgpack(d *msgpack.Decoder) error {
 	return decodeList(d, (*[]record)(l), -1)
 }
 
-// DecodeMsgpack implements msgpack.CustomDecoder, bounded by maxFailures.
+// DecodeMsgpack implements msgpack.CustomDecoder, bounded by MaxFailures.
 func (l *failList) DecodeMsgpack(d *msgpack.Decoder) error {
-	return decodeList(d, (*[]failure)(l), maxFailures)
+	return decodeList(d, (*[]failure)(l), MaxFailures)
 }
 
 // decodeList decodes an array into *dst, growing it as elements actually
@@ -155,8 +155,8 @@ func decodeSnapshot(b []byte) (map[string]*route, error) {
 // validate checks that rec is a state Apply could have produced.
 func (rec record) validate() error {
 	switch {
-	case rec.Route == "" || len(rec.Route) > maxRouteLen:
-		return fmt.Errorf("route length %d not in [1, %d]", len(rec.Route), maxRouteLen)
+	case rec.Route == "" || len(rec.Route) > MaxRouteLen:
+		return fmt.Errorf("route length %d not in [1, %d]", len(rec.Route), MaxRouteLen)
 	case rec.State < int64(Closed) || rec.State > int64(HalfOpen):
 		return fmt.Errorf("unknown state %d", rec.State)
 	case rec.OpenUntil < 0 || rec.ProbeUntil < 0 || rec.Since < 0:

@@ -204,7 +204,7 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		{"negative time", with(func(s *snapshot) { s.Routes[0].Since = -1 })},
 		{"huge route array", []byte{0x82, 0xa1, 'v', 0x01, 0xa6, 'r', 'o', 'u', 't', 'e', 's', 0xdd, 0xff, 0xff, 0xff, 0xff}},
 		{"too many failures", marshal(t, map[string]any{"v": 1, "routes": []any{map[string]any{
-			"route": "r", "f": make([]failure, maxFailures+1)}}})},
+			"route": "r", "f": make([]failure, MaxFailures+1)}}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

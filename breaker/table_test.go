@@ -241,12 +241,12 @@ func TestTableApplyRejectsBadCommand(t *testing.T) {
 func TestTableFailureListIsBounded(t *testing.T) {
 	tbl := NewTable(nil)
 	c := fail("a", 0, 2) // one node can never satisfy MinNodes 2
-	for i := range maxFailures + 10 {
+	for i := range MaxFailures + 10 {
 		c.At = t0 + int64(i)
 		mustApply(t, tbl, c)
 	}
-	if v := tbl.View(testRoute); v.Failures != maxFailures || v.Nodes != 1 {
-		t.Fatalf("view %+v, want %d failures from 1 node", v, maxFailures)
+	if v := tbl.View(testRoute); v.Failures != MaxFailures || v.Nodes != 1 {
+		t.Fatalf("view %+v, want %d failures from 1 node", v, MaxFailures)
 	}
 	c.Node, c.At = "b", c.At+1
 	if v := mustApply(t, tbl, c).View; v.State != Open {

@@ -90,30 +90,33 @@ func TestParseInvalid(t *testing.T) {
 		{name: "bootstrap 3 without gossip", src: withNode("{raft: '127.0.0.1:0', bootstrap_expect: 3}"), want: []string{"node.bootstrap_expect: 3 needs node.gossip"}},
 		{name: "zero shutdown", src: withNode("{shutdown_timeout: 0s}"), want: []string{"node.shutdown_timeout: must be > 0"}},
 		{name: "negative shutdown", src: withNode("{shutdown_timeout: -1s}"), want: []string{"node.shutdown_timeout: must be > 0"}},
-		{name: "zero header bytes", src: withNode("{max_header_bytes: 0}"), want: []string{"node.max_header_bytes: must be > 0"}},
+		{name: "zero header bytes", src: withNode("{max_header_bytes: 0}"), want: []string{"node.max_header_bytes: must be in [1, 8MiB]"}},
 		{name: "negative request body", src: withNode("{max_request_body: -1KiB}"), want: []string{"node.max_request_body: must be > 0"}},
-		{name: "zero read timeout", src: withNode("{read_timeout: 0s}"), want: []string{"node.read_timeout: must be > 0"}},
+		{name: "zero read timeout", src: withNode("{read_timeout: 0s}"), want: []string{"node.read_timeout: must be >= 1s"}},
 		{name: "zero idle timeout", src: withNode("{idle_timeout: 0s}"), want: []string{"node.idle_timeout: must be > 0"}},
 		{name: "zero connections", src: withNode("{max_connections: 0}"), want: []string{"node.max_connections: must be >= 1"}},
 		{name: "zero inflight fetches", src: withNode("{max_inflight_fetches: 0}"), want: []string{"node.max_inflight_fetches: must be >= 1"}},
 		{name: "write timeout shorter than a served request", src: withNode("{write_timeout: 30s}"),
 			want: []string{"node.write_timeout: 30s must be at least node.read_timeout + cluster.forward_timeout + 5s (40s)"}},
+		// The sum saturates: wrapped negative, it let any write timeout by.
+		{name: "the longest read timeout needs the longest write timeout", src: withNode("{read_timeout: 2562047h47m16.854775807s}"),
+			want: []string{"node.write_timeout: 40s must be at least node.read_timeout + cluster.forward_timeout + 5s (2562047h47m16.854775807s)"}},
 		{name: "longer forward needs a longer write timeout", src: "node: {read_timeout: 5s}\ncluster: {forward_timeout: 60s}\n" + oneRoute(""),
 			want: []string{"node.write_timeout: 40s must be at least node.read_timeout + cluster.forward_timeout + 5s (1m10s)"}},
 
 		// cluster rules
 		{name: "short secret", src: withCluster("{secret: short}"), want: []string{"cluster.secret: must be at least 16 characters: generate one with `levee secret`"}},
-		{name: "zero partitions", src: withCluster("{partitions: 0}"), want: []string{"cluster.partitions: must be > 0"}},
+		{name: "zero partitions", src: withCluster("{partitions: 0}"), want: []string{"cluster.partitions: must be in [1, 65536]"}},
 		{name: "load factor one", src: withCluster("{load_factor: 1}"), want: []string{"cluster.load_factor: must be > 1"}},
 		{name: "negative replication", src: withCluster("{replication: -1}"), want: []string{"cluster.replication: must be >= 0"}},
-		{name: "zero rejoin", src: withCluster("{rejoin_interval: 0s}"), want: []string{"cluster.rejoin_interval: must be > 0"}},
+		{name: "zero rejoin", src: withCluster("{rejoin_interval: 0s}"), want: []string{"cluster.rejoin_interval: must be >= 100ms"}},
 		{name: "zero dead_after", src: withCluster("{dead_after: 0s}"), want: []string{"cluster.dead_after: must be > 0"}},
-		{name: "negative persist_interval", src: "cache: {persist_interval: -1s}\n" + oneRoute(""), want: []string{"cache.persist_interval: must be >= 0"}},
+		{name: "negative persist_interval", src: "cache: {persist_interval: -1s}\n" + oneRoute(""), want: []string{"cache.persist_interval: must be 0 (on stop only) or >= 1s"}},
 		{name: "zero stabilization_time", src: withCluster("{stabilization_time: 0s}"), want: []string{"cluster.stabilization_time: must be > 0"}},
 		{name: "zero forward", src: withCluster("{forward_timeout: 0s}"), want: []string{"cluster.forward_timeout: must be > 0"}},
 		{name: "negative near cache", src: withCluster("{near_cache: {max_bytes: -1}}"), want: []string{"cluster.near_cache.max_bytes: must be >= 0"}},
-		{name: "near ttl zero", src: withCluster("{near_cache: {ttl: 0s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m]"}},
-		{name: "near ttl too long", src: withCluster("{near_cache: {ttl: 61s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m]"}},
+		{name: "near ttl zero", src: withCluster("{near_cache: {ttl: 0s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m0s]"}},
+		{name: "near ttl too long", src: withCluster("{near_cache: {ttl: 61s}}"), want: []string{"cluster.near_cache.ttl: must be in (0, 1m0s]"}},
 		{name: "zero cache", src: "cache: {max_bytes: 0}\n" + oneRoute(""), want: []string{"cache.max_bytes: must be > 0"}},
 
 		// route identity
@@ -153,13 +156,24 @@ func TestParseInvalid(t *testing.T) {
 		{name: "negative stale", src: oneRoute("cache: {stale: -1s}"), want: []string{"routes[0].cache.stale: must be >= 0"}},
 		{name: "negative stale_if_error", src: oneRoute("cache: {stale_if_error: -1m}"), want: []string{"routes[0].cache.stale_if_error: must be >= 0"}},
 		{name: "zero max_body", src: oneRoute("cache: {max_body: 0}"), want: []string{"routes[0].cache.max_body: must be > 0"}},
-		{name: "zero failures", src: oneRoute("breaker: {failures: 0}"), want: []string{"routes[0].breaker.failures: must be >= 1"}},
+		{name: "zero failures", src: oneRoute("breaker: {failures: 0}"), want: []string{"routes[0].breaker.failures: must be in [1, 1024]"}},
+		// The breaker refuses more on every call: the route answered 500.
+		{name: "failures past the breaker's bound", src: oneRoute("breaker: {failures: 2000}"), want: []string{"routes[0].breaker.failures: must be in [1, 1024]"}},
+		{name: "min nodes past the breaker's bound", src: oneRoute("breaker: {min_nodes: 1025}"), want: []string{"routes[0].breaker.min_nodes: must be in [1, 1024]"}},
+		// The queue refuses a job naming a longer route (400 to every
+		// queued write), the breaker a longer one still.
+		{name: "route name past the queue's bound", src: strings.Replace(oneRoute(""), "name: r", "name: "+strings.Repeat("r", 257), 1),
+			want: []string{"routes[0].name: must be at most 256 bytes, not 257"}},
+		// A pause (Retry-After) or queued job for a longer host is refused.
+		{name: "upstream host past pacing's bound", src: strings.Replace(oneRoute(""), "http://x/", "http://"+strings.Repeat("x", 291)+"/", 1),
+			want: []string{"routes[0].upstream: names a host of 301 bytes"}},
+		{name: "partitions past the ring's bound", src: withCluster("{partitions: 65537}"), want: []string{"cluster.partitions: must be in [1, 65536]"}},
 		{name: "zero window", src: oneRoute("breaker: {window: 0s}"), want: []string{"routes[0].breaker.window: must be > 0"}},
 		{name: "zero slow_call", src: oneRoute("breaker: {slow_call: 0s}"), want: []string{"routes[0].breaker.slow_call: must be > 0"}},
 		{name: "zero open_for", src: oneRoute("breaker: {open_for: 0s}"), want: []string{"routes[0].breaker.open_for: must be > 0"}},
-		{name: "zero min_nodes", src: oneRoute("breaker: {min_nodes: 0}"), want: []string{"routes[0].breaker.min_nodes: must be >= 1"}},
+		{name: "zero min_nodes", src: oneRoute("breaker: {min_nodes: 0}"), want: []string{"routes[0].breaker.min_nodes: must be in [1, 1024]"}},
 		{name: "zero probe_lease", src: oneRoute("breaker: {probe_lease: 0s}"), want: []string{"routes[0].breaker.probe_lease: must be > 0"}},
-		{name: "zero budget", src: oneRoute("retry: {budget: 0s}"), want: []string{"routes[0].retry.budget: must be > 0"}},
+		{name: "zero budget", src: oneRoute("retry: {budget: 0s}"), want: []string{"routes[0].retry.budget: must be >= 100ms"}},
 		{name: "budget over forward", src: oneRoute("retry: {budget: 30s}"), want: []string{"routes[0].retry.budget: 30s must be less than cluster.forward_timeout (25s)"}},
 		{name: "zero attempts", src: oneRoute("retry: {max_attempts: 0}"), want: []string{"routes[0].retry.max_attempts: must be >= 1"}},
 		{name: "zero base", src: oneRoute("retry: {network: {base: 0s}}"), want: []string{"routes[0].retry.network.base: must be > 0"}},
@@ -168,12 +182,12 @@ func TestParseInvalid(t *testing.T) {
 		{name: "jitter above one", src: oneRoute("retry: {rate_limit: {jitter: 1.5}}"), want: []string{"routes[0].retry.rate_limit.jitter: must be in [0, 1]"}},
 		{name: "negative jitter", src: oneRoute("retry: {network: {jitter: -0.1}}"), want: []string{"routes[0].retry.network.jitter: must be in [0, 1]"}},
 		{name: "zero retry_after_cap", src: oneRoute("retry: {retry_after_cap: 0s}"), want: []string{"routes[0].retry.retry_after_cap: must be > 0"}},
-		{name: "negative attempt_timeout", src: oneRoute("retry: {attempt_timeout: -1s}"), want: []string{"routes[0].retry.attempt_timeout: must be >= 0"}},
+		{name: "negative attempt_timeout", src: oneRoute("retry: {attempt_timeout: -1s}"), want: []string{"routes[0].retry.attempt_timeout: must be 0 (no per-attempt bound) or >= 100ms"}},
 		{name: "zero inflight", src: oneRoute("limits: {inflight: 0}"), want: []string{"routes[0].limits.inflight: must be >= 1"}},
 		{name: "zero rate", src: oneRoute("limits: {rate: 0}"), want: []string{"routes[0].limits.rate: must be > 0"}},
 		{name: "zero burst", src: oneRoute("limits: {burst: 0}"), want: []string{"routes[0].limits.burst: must be >= 1"}},
 		{name: "all validation errors reported", src: "cluster: {partitions: 0}\n" + oneRoute("cache: {fresh: 0s, stale: -1s}"),
-			want: []string{"cluster.partitions: must be > 0", "routes[0].cache.fresh: must be > 0", "routes[0].cache.stale: must be >= 0"}},
+			want: []string{"cluster.partitions: must be in [1, 65536]", "routes[0].cache.fresh: must be > 0", "routes[0].cache.stale: must be >= 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +257,7 @@ func TestDecodeAndValidationErrorsTogether(t *testing.T) {
 		notWant []string
 	}{
 		{name: "unknown key and bad value", src: withNode("{htp: x}") + "cluster: {partitions: 0}\n",
-			want: []string{"node.htp: unknown key", "cluster.partitions: must be > 0"}},
+			want: []string{"node.htp: unknown key", "cluster.partitions: must be in [1, 65536]"}},
 		{name: "routes not a list reported once", src: "routes: {name: r}\n",
 			want: []string{"routes: must be a list"}, notWant: []string{"at least one route"}},
 		{name: "misspelt key and the missing one", src: "routes: [{nmae: r, prefix: /r/, upstream: 'http://x/'}]\n",

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/levee/levee/replica"
 )
 
 // Config is the whole configuration of one Levee node.
@@ -58,7 +60,8 @@ type Cluster struct {
 	// endpoints are disabled. When set: at least 16 characters, not a
 	// shipped value, not the Secret.
 	AdminToken string `yaml:"admin_token"`
-	// Partitions is the number of consistent-hash partitions. Default 271.
+	// Partitions is the number of consistent-hash partitions. Default 271;
+	// in [1, ring.MaxPartitions] (65536).
 	Partitions int `yaml:"partitions"`
 	// LoadFactor bounds a member's load relative to the average. Default
 	// 1.25; must be > 1.
@@ -67,7 +70,7 @@ type Cluster struct {
 	// Default 1.
 	Replication int `yaml:"replication"`
 	// RejoinInterval is how often a node with no peers retries Join.
-	// Default 30s.
+	// Default 30s; >= MinRejoinInterval (100ms).
 	RejoinInterval Duration `yaml:"rejoin_interval"`
 	// DeadAfter is how long a member may be dead or stopped (gone from
 	// gossip) before the Raft leader removes it from the configuration.
@@ -118,9 +121,9 @@ type NearCache struct {
 	TTL Duration `yaml:"ttl"`
 }
 
-// MaxNearCacheTTL bounds cluster.near_cache.ttl: a near copy is a
-// shortcut past the owner, never a second cache.
-const MaxNearCacheTTL = time.Minute
+// MaxNearCacheTTL bounds cluster.near_cache.ttl: replica, which keeps
+// the near cache, owns the bound.
+const MaxNearCacheTTL = replica.MaxNearCacheTTL
 
 // Cache sizes the local cache of entries this node owns.
 type Cache struct {
@@ -133,7 +136,8 @@ type Cache struct {
 	Persist bool `yaml:"persist"`
 	// PersistInterval is how often the cache is also saved while the node
 	// runs, which bounds what a killed node (SIGKILL, power loss) loses.
-	// Default 30s; 0s saves only on a graceful stop.
+	// Default 30s; 0s saves only on a graceful stop, else at least
+	// cachefile.MinEvery (1s).
 	PersistInterval Duration `yaml:"persist_interval"`
 }
 
@@ -141,14 +145,17 @@ type Cache struct {
 // limits are kept per route.
 type Route struct {
 	// Name identifies the route in metrics, logs and breaker state.
-	// Required, unique, [a-z0-9_-]+.
+	// Required, unique, [a-z0-9_-]+, at most 256 bytes (queue.MaxNameLen:
+	// it travels in breaker commands and queued jobs).
 	Name string `yaml:"name"`
 	// Prefix is the path prefix served, e.g. "/comments/"; it is stripped
 	// and the rest appended to Upstream. Required; starts and ends with
 	// "/"; no route's prefix may be a prefix of another's.
 	Prefix string `yaml:"prefix"`
 	// Upstream is the absolute http(s) URL requests go to; its path is
-	// kept. Required; no query or fragment.
+	// kept. Required; no query or fragment; its scheme://host:port at most
+	// 300 bytes (pacing.MaxHostLen: it travels in host pauses and queued
+	// jobs).
 	Upstream string `yaml:"upstream"`
 	// TLS sets how an https Upstream is verified. Default: every key
 	// unset, which verifies against the host's CA roots, or the Mozilla
@@ -211,14 +218,15 @@ type Route struct {
 type RouteCache struct {
 	// Fresh is how long an entry is served without an upstream call when
 	// the upstream's answer gives no freshness of its own (Cache-Control
-	// s-maxage or max-age, Expires): those replace it. Default 15s; must
-	// be > 0.
+	// s-maxage or max-age, Expires): those replace it. Default 15s; in
+	// (0, proxy.MaxLifetime], 2^31 s, as the upstream's own lifetimes.
 	Fresh Duration `yaml:"fresh"`
 	// Stale follows Fresh: the entry is served while one background
-	// refresh runs. Default 15s; >= 0.
+	// refresh runs. Default 15s; in [0, proxy.MaxLifetime].
 	Stale Duration `yaml:"stale"`
 	// StaleIfError follows Stale: the entry is still served while the
-	// upstream fails or the breaker is open. Default 10m; >= 0.
+	// upstream fails or the breaker is open. Default 10m; in [0,
+	// proxy.MaxLifetime].
 	StaleIfError Duration `yaml:"stale_if_error"`
 	// MaxBody is the largest body cached; bigger ones are served but not
 	// cached. Default 1MiB; must be > 0.
@@ -249,7 +257,8 @@ type RouteRequestHeaders struct {
 
 // RouteBreaker sets a route's circuit breaker.
 type RouteBreaker struct {
-	// Failures within Window that trip the breaker. Default 3; >= 1.
+	// Failures within Window that trip the breaker. Default 3; in
+	// [1, breaker.MaxFailures] (1024).
 	Failures int `yaml:"failures"`
 	// Window over which failures are counted. Default 30s.
 	Window Duration `yaml:"window"`
@@ -260,7 +269,7 @@ type RouteBreaker struct {
 	// Default 20s.
 	OpenFor Duration `yaml:"open_for"`
 	// MinNodes is how many nodes must report failures before it trips.
-	// Default 1; >= 1.
+	// Default 1; in [1, breaker.MaxFailures] (1024).
 	MinNodes int `yaml:"min_nodes"`
 	// ProbeLease is how long a granted probe is held; a probe lost with its
 	// node is re-granted after it. Default 30s.
@@ -272,7 +281,8 @@ type RouteBreaker struct {
 // three, capped by RetryAfterCap.
 type RouteRetry struct {
 	// Budget bounds the wall time of one logical call, all attempts and
-	// waits included. Default 20s.
+	// waits included. Default 20s; at least upstream.MinTimeout (100ms),
+	// less than cluster.forward_timeout.
 	Budget Duration `yaml:"budget"`
 	// MaxAttempts caps attempts per logical call. Default 4; >= 1.
 	MaxAttempts int `yaml:"max_attempts"`
@@ -297,8 +307,9 @@ type RouteRetry struct {
 	RetryAfterCap Duration `yaml:"retry_after_cap"`
 	// AttemptTimeout bounds one attempt, body read included; an attempt it
 	// cuts is a timeout, retried on the network backoff. Default 10s, as
-	// in the brief; 0 means no per-attempt bound. Budget bounds every
-	// attempt whatever this says.
+	// in the brief; 0 means no per-attempt bound, else at least
+	// upstream.MinTimeout (100ms). Budget bounds every attempt whatever
+	// this says.
 	AttemptTimeout Duration `yaml:"attempt_timeout"`
 }
 

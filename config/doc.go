@@ -16,6 +16,17 @@
 // environment variables through Set (one per SettableKeys entry) and calls
 // Validate again afterwards.
 //
+// A bound that a runtime part enforces is that part's: Validate checks
+// routes[].breaker.failures with breaker.MaxFailures, cluster.partitions
+// with ring.MaxPartitions, queue.max_jobs with queue.MaxJobs, and so on,
+// so a file Validate accepts is one every part takes and a bound cannot
+// drift between the two (a breaker.failures of 2000 once passed Validate
+// and every request on the route answered 500). Bounds no part checks
+// (node.read_timeout's floor, node.max_header_bytes' ceiling) are this
+// package's, exported for the parts that trust them.
+// node/bounds_test.go walks every numeric key at its bounds through a
+// started node.
+//
 // Every error this package returns for bad input wraps ErrInvalid; the ones
 // tied to a key are *FieldError values carrying the key path.
 package config

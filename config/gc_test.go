@@ -18,6 +18,9 @@ func TestGCSettingsValidate(t *testing.T) {
 		{"limit only the caches", func(c *Config) { c.Node.MemoryLimit = c.Cache.MaxBytes + c.Cluster.NearCache.MaxBytes },
 			"node.memory_limit: must be 0 (derived) or more than"},
 		{"negative limit", func(c *Config) { c.Node.MemoryLimit = -1 }, "node.memory_limit"},
+		// The caches' sum saturates: wrapped negative, it let 1 byte by.
+		{"limit below the largest caches", func(c *Config) { c.Cluster.NearCache.MaxBytes, c.Node.MemoryLimit = math.MaxInt64, 1 },
+			"node.memory_limit: must be 0 (derived) or more than"},
 	})
 }
 
@@ -32,6 +35,7 @@ func TestEffectiveGCSettings(t *testing.T) {
 		{"no near cache", func(c *Config) { c.Cluster.NearCache.MaxBytes = 0 }, 100, (256<<20)*5/4 + 256<<20},
 		{"set", func(c *Config) { c.Node.GCPercent, c.Node.MemoryLimit = 80, 3<<30 }, 80, 3 << 30},
 		{"caches too large to derive a limit", func(c *Config) { c.Cache.MaxBytes = math.MaxInt64 - 1<<30 }, 100, math.MaxInt64},
+		{"caches whose sum is past the largest size", func(c *Config) { c.Cluster.NearCache.MaxBytes = math.MaxInt64 }, 100, math.MaxInt64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

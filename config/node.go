@@ -78,13 +78,14 @@ type Node struct {
 	// health checks to take the node out. Default 0s: /-/readyz still
 	// turns 503 before the node leaves, with no wait.
 	DrainDelay Duration `yaml:"drain_delay"`
-	// MaxHeaderBytes caps a request's header size. Default 32KiB.
+	// MaxHeaderBytes caps a request's header size. Default 32KiB; in
+	// [1, MaxHeaderBytes] (8MiB).
 	MaxHeaderBytes ByteSize `yaml:"max_header_bytes"`
 	// MaxRequestBody caps a request body read from a client. Default 1MiB.
 	MaxRequestBody ByteSize `yaml:"max_request_body"`
 	// ReadTimeout bounds reading one whole request, headers and body, on
 	// node.http: a client (or peer) sending slowly is cut off. Default 10s;
-	// > 0.
+	// >= MinReadTimeout (1s).
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds one request from the end of its headers to the
 	// last byte of its answer: reading the body, serving it (a forward, or
@@ -167,9 +168,15 @@ func (c *Config) EffectiveMemoryLimit() int64 {
 	return caches + caches/4 + memoryLimitSlack
 }
 
-// cacheBytes is what the node's two caches may hold together.
+// cacheBytes is what the node's two caches may hold together, saturating
+// at the largest size: a sum wrapped negative let any node.memory_limit
+// by (1 byte, and the collector would run without end).
 func (c *Config) cacheBytes() int64 {
-	return c.Cache.MaxBytes.Int64() + max(c.Cluster.NearCache.MaxBytes.Int64(), 0)
+	a, b := max(c.Cache.MaxBytes.Int64(), 0), max(c.Cluster.NearCache.MaxBytes.Int64(), 0)
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // gc checks node.gc_percent and node.memory_limit.

@@ -23,7 +23,7 @@ type Queue struct {
 	Retry QueueRetry `yaml:"retry"`
 	// VisibilityTimeout is how long a job handed to a worker stays its
 	// own: a job whose worker or node died is handed out again after it.
-	// Default 120s; >= 1s.
+	// Default 120s; in [1s, queue.MaxVisibility] (12h).
 	VisibilityTimeout Duration `yaml:"visibility_timeout"`
 	// DeadLetterAfter is the number of attempts after which a retryable
 	// failure dead-letters the job instead of retrying it. Default 6; in
@@ -33,7 +33,7 @@ type Queue struct {
 	// compacted out. Default 24h; >= 1m.
 	Retention Duration `yaml:"retention"`
 	// MaxJobs caps the jobs held, in any state; an enqueue beyond it is
-	// answered 503. Default 10000; in [1, 1000000].
+	// answered 503. Default 10000; in [1, queue.MaxJobs] (1000000).
 	MaxJobs int `yaml:"max_jobs"`
 	// MaxBytes caps the request bodies and stored responses held; an
 	// enqueue beyond it is answered 503. Default 256MiB; >= 1MiB.
@@ -66,7 +66,8 @@ type QueueRetry struct {
 	MaxAttempts int `yaml:"max_attempts"`
 	// Base is the first backoff ceiling. Default 500ms; > 0.
 	Base Duration `yaml:"base"`
-	// Cap bounds every ceiling. Default 30s; >= Base.
+	// Cap bounds every ceiling. Default 30s; in [Base, queue.MaxDelay]
+	// (24h).
 	Cap Duration `yaml:"cap"`
 	// Jitter is how far below its ceiling a wait is drawn: full, equal,
 	// none or a number in [0, 1] (see Jitter). Default full.

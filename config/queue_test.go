@@ -154,7 +154,7 @@ func TestQueueValidate(t *testing.T) {
 
 		{name: "visibility_timeout 1s allowed", mutate: func(c *Config) { c.Queue.VisibilityTimeout = Duration(time.Second) }},
 		{name: "visibility_timeout under 1s refused", mutate: func(c *Config) { c.Queue.VisibilityTimeout = Duration(999 * time.Millisecond) },
-			want: "queue.visibility_timeout: must be >= 1s"},
+			want: "queue.visibility_timeout: must be in [1s, 12h0m0s]"},
 
 		{name: "dead_letter_after 1 allowed", mutate: func(c *Config) { c.Queue.DeadLetterAfter = 1 }},
 		{name: "dead_letter_after 0 refused", mutate: func(c *Config) { c.Queue.DeadLetterAfter = 0 }, want: "queue.dead_letter_after: must be >= 1"},

@@ -103,7 +103,7 @@ func TestSetThenValidate(t *testing.T) {
 	if err := c.Set("cluster.partitions", "0"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cluster.partitions: must be > 0") {
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cluster.partitions: must be in [1, 65536]") {
 		t.Fatalf("Validate = %v, want the partitions rule", err)
 	}
 }

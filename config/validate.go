@@ -3,11 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/levee/levee/cachefile"
+	"github.com/levee/levee/ring"
 )
 
 // Validate checks every rule and returns all problems joined with
@@ -21,7 +25,8 @@ func (c *Config) Validate() error {
 	v.credentials(c)
 	v.writeTimeout(&c.Node, &c.Cluster)
 	v.positiveSize("cache.max_bytes", c.Cache.MaxBytes)
-	v.check(c.Cache.PersistInterval >= 0, "cache.persist_interval", "must be >= 0")
+	v.check(c.Cache.PersistInterval == 0 || c.Cache.PersistInterval.D() >= cachefile.MinEvery, "cache.persist_interval",
+		fmt.Sprintf("must be 0 (on stop only) or >= %v", cachefile.MinEvery))
 	v.routes(c)
 	v.hosts(c)
 	v.queue(c)
@@ -74,13 +79,34 @@ func (v *validator) node(n *Node) {
 	v.check(slices.Contains([]string{"debug", "info", "warn", "error"}, n.LogLevel), "node.log_level", "must be debug, info, warn or error")
 	v.check(validAccessLog(n.AccessLog), "node.access_log", "must be off, all, or a fraction in (0, 1]")
 	v.check(n.DrainDelay < n.ShutdownTimeout, "node.drain_delay", "must be < node.shutdown_timeout")
-	v.positiveSize("node.max_header_bytes", n.MaxHeaderBytes)
+	v.check(n.MaxHeaderBytes > 0 && n.MaxHeaderBytes <= MaxHeaderBytes, "node.max_header_bytes",
+		fmt.Sprintf("must be in [1, %v]", MaxHeaderBytes))
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
-	v.positive("node.read_timeout", n.ReadTimeout)
+	v.check(n.ReadTimeout >= MinReadTimeout, "node.read_timeout", fmt.Sprintf("must be >= %v", MinReadTimeout))
 	v.positive("node.idle_timeout", n.IdleTimeout)
 	v.atLeast("node.max_connections", n.MaxConnections, 1)
 	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
 }
+
+// MaxHeaderBytes bounds node.max_header_bytes. net/http reads up to
+// MaxHeaderBytes + 4096 bytes of header, a sum that past the int range
+// turns negative and answers every request 431; Envoy caps its
+// max_request_headers_kb at 8192 KiB, which is ours. The listener in api
+// enforces node.max_header_bytes and trusts this bound.
+const MaxHeaderBytes = ByteSize(8 << 20)
+
+// MinReadTimeout bounds node.read_timeout from below: shorter, a request
+// cannot even arrive (1ns answered none), and a client on a slow link or
+// a peer's forward with a body would be cut off. The listener in api
+// enforces node.read_timeout and trusts this bound.
+const MinReadTimeout = Duration(time.Second)
+
+// MinRejoinInterval bounds cluster.rejoin_interval from below: the
+// rejoin loop (cluster.Membership, which trusts this bound) runs once per
+// interval, and at 1ns it took most of a core (measured: 0.9 cores on a
+// node with no peers). memberlist's own fastest loop, gossip, runs every
+// 200ms on a LAN.
+const MinRejoinInterval = Duration(100 * time.Millisecond)
 
 // writeMargin is how much longer than reading a request and serving it
 // (at most cluster.forward_timeout, which exceeds every route's budget)
@@ -91,10 +117,24 @@ const writeMargin = Duration(5 * time.Second)
 // to arrive and all of cluster.forward_timeout to be served can still be
 // answered.
 func (v *validator) writeTimeout(n *Node, c *Cluster) {
-	if least := n.ReadTimeout + c.ForwardTimeout + writeMargin; n.WriteTimeout < least {
+	if least := addSat(n.ReadTimeout, c.ForwardTimeout, writeMargin); n.WriteTimeout < least {
 		v.add("node.write_timeout", "%v must be at least node.read_timeout + cluster.forward_timeout + %v (%v)",
 			n.WriteTimeout, writeMargin, least)
 	}
+}
+
+// addSat adds durations, saturating at the largest: a sum past it wrapped
+// negative, and a read_timeout of 292 years then let any write_timeout
+// through.
+func addSat(ds ...Duration) Duration {
+	var sum Duration
+	for _, d := range ds {
+		if d > 0 && sum > math.MaxInt64-d {
+			return math.MaxInt64
+		}
+		sum += d
+	}
+	return sum
 }
 
 // bindAddr checks an optional listen address: host:port, where an empty
@@ -183,15 +223,15 @@ func (v *validator) bootstrap(n *Node) {
 }
 
 func (v *validator) cluster(c *Cluster) {
-	v.check(c.Partitions > 0, "cluster.partitions", "must be > 0")
+	v.between("cluster.partitions", c.Partitions, 1, ring.MaxPartitions) // ring.New refuses more
 	v.check(c.LoadFactor > 1, "cluster.load_factor", "must be > 1")
 	v.atLeast("cluster.replication", c.Replication, 0)
-	v.positive("cluster.rejoin_interval", c.RejoinInterval)
+	v.check(c.RejoinInterval >= MinRejoinInterval, "cluster.rejoin_interval", fmt.Sprintf("must be >= %v", MinRejoinInterval))
 	v.positive("cluster.dead_after", c.DeadAfter)
 	v.positive("cluster.stabilization_time", c.StabilizationTime)
 	v.positive("cluster.forward_timeout", c.ForwardTimeout)
 	v.check(c.NearCache.MaxBytes >= 0, "cluster.near_cache.max_bytes", "must be >= 0")
-	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= MaxNearCacheTTL, "cluster.near_cache.ttl", "must be in (0, 1m]")
+	v.check(c.NearCache.TTL > 0 && c.NearCache.TTL.D() <= MaxNearCacheTTL, "cluster.near_cache.ttl", fmt.Sprintf("must be in (0, %v]", MaxNearCacheTTL))
 }
 
 // validNodeName reports whether s can name a node: it becomes a raft server

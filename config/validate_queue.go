@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/levee/levee/queue"
 )
 
 // The queue's bounds, named once for the rules and their messages.
 const (
 	maxQueueWorkers       = 1024
 	maxQueueAttempts      = 100
-	maxQueueJobs          = 1_000_000
 	minVisibilityTimeout  = Duration(time.Second)
 	minQueueRetention     = Duration(time.Minute)
 	minQueueBytes         = ByteSize(1 << 20)
@@ -27,10 +28,11 @@ func (v *validator) queue(c *Config) {
 		v.add("queue.rate_limit.refill_per_second", "must be a finite number > 0")
 	}
 	v.queueRetry(&q.Retry)
-	v.check(q.VisibilityTimeout >= minVisibilityTimeout, "queue.visibility_timeout", "must be >= 1s")
+	v.check(q.VisibilityTimeout >= minVisibilityTimeout && q.VisibilityTimeout.D() <= queue.MaxVisibility, "queue.visibility_timeout",
+		fmt.Sprintf("must be in [%v, %v]", minVisibilityTimeout, queue.MaxVisibility))
 	v.deadLetter(q)
 	v.check(q.Retention >= minQueueRetention, "queue.retention", "must be >= 1m")
-	v.between("queue.max_jobs", q.MaxJobs, 1, maxQueueJobs)
+	v.between("queue.max_jobs", q.MaxJobs, 1, queue.MaxJobs) // an enqueue past queue's bound is refused
 	v.check(q.MaxBytes >= minQueueBytes, "queue.max_bytes", "must be >= 1MiB")
 	v.check(q.ResponseBodyLimit >= 0 && q.ResponseBodyLimit <= maxQueueResponseBytes,
 		"queue.response_body_limit", "must be in [0, 1MiB]")
@@ -45,6 +47,9 @@ func (v *validator) queueRetry(r *QueueRetry) {
 	v.between("queue.retry.max_attempts", r.MaxAttempts, 1, maxQueueAttempts)
 	b := r.Backoff()
 	v.backoff("queue.retry", &b)
+	// queue cuts a longer wait to its MaxDelay: a longer cap would be
+	// silently another.
+	v.check(r.Cap.D() <= queue.MaxDelay, "queue.retry.cap", fmt.Sprintf("must be at most %v", queue.MaxDelay))
 }
 
 // deadLetter checks that a job is dead-lettered no later than its last

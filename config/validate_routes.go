@@ -9,6 +9,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/pacing"
+	"github.com/levee/levee/proxy"
+	"github.com/levee/levee/queue"
+	"github.com/levee/levee/upstream"
+	"github.com/levee/levee/upstream/hostkey"
 )
 
 func (v *validator) routes(c *Config) {
@@ -30,8 +37,10 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	}
 	if r.Upstream == "" {
 		v.add(p+".upstream", "is required")
-	} else if _, err := parseUpstream(r.Upstream); err != nil {
+	} else if u, err := parseUpstream(r.Upstream); err != nil {
 		v.add(p+".upstream", "%q %v", r.Upstream, err)
+	} else if key := hostkey.Of(u); len(key) > maxHostKey {
+		v.add(p+".upstream", "names a host of %d bytes (%s), at most %d", len(key), key, maxHostKey)
 	}
 	v.routeTLS(p+".tls", r)
 	v.tenant(p, r)
@@ -44,9 +53,23 @@ func (v *validator) route(p string, r *Route, forward Duration) {
 	v.limits(p+".limits", &r.Limits)
 }
 
+// maxRouteName bounds a route's name: it travels in every breaker command
+// (breaker.MaxRouteLen) and in every queued job (queue.MaxNameLen), which
+// refuse longer ones.
+const maxRouteName = min(breaker.MaxRouteLen, queue.MaxNameLen)
+
+// maxHostKey bounds the host a route's upstream names (as hostkey.Of
+// keys it): it travels in every pause (pacing.MaxHostLen) and queued job
+// (queue.MaxHostLen), which refuse longer ones.
+const maxHostKey = min(pacing.MaxHostLen, queue.MaxHostLen)
+
 func (v *validator) routeName(p, name string) {
 	if name == "" {
 		v.add(p, "is required")
+		return
+	}
+	if len(name) > maxRouteName {
+		v.add(p, "must be at most %d bytes, not %d", maxRouteName, len(name))
 		return
 	}
 	for i := range len(name) {
@@ -112,21 +135,44 @@ func (v *validator) routeCache(p string, c *RouteCache) {
 	v.positive(p+".fresh", c.Fresh)
 	v.nonNegative(p+".stale", c.Stale)
 	v.nonNegative(p+".stale_if_error", c.StaleIfError)
+	// The upstream's own lifetimes are capped at proxy.MaxLifetime (RFC
+	// 9111 §1.2.2), and so are the route's.
+	for _, w := range []struct {
+		key string
+		d   Duration
+	}{{".fresh", c.Fresh}, {".stale", c.Stale}, {".stale_if_error", c.StaleIfError}} {
+		v.check(w.d.D() <= proxy.MaxLifetime, p+w.key, fmt.Sprintf("must be at most %v (2^31 s, RFC 9111 §1.2.2)", proxy.MaxLifetime))
+	}
 	v.positiveSize(p+".max_body", c.MaxBody)
 	v.nonNegative(p+".hit_for_miss", c.HitForMiss)
 }
 
 func (v *validator) breaker(p string, b *RouteBreaker) {
-	v.atLeast(p+".failures", b.Failures, 1)
+	before := len(v.errs)
+	// The breaker owns these bounds (breaker.Settings.Validate refuses
+	// anything else on every call): a file the node accepts must serve.
+	v.between(p+".failures", b.Failures, 1, breaker.MaxFailures)
 	v.positive(p+".window", b.Window)
 	v.positive(p+".slow_call", b.SlowCall)
 	v.positive(p+".open_for", b.OpenFor)
-	v.atLeast(p+".min_nodes", b.MinNodes, 1)
+	v.between(p+".min_nodes", b.MinNodes, 1, breaker.MaxFailures)
 	v.positive(p+".probe_lease", b.ProbeLease)
+	// And the breaker has the last word: a rule it adds that the checks
+	// above lack still refuses the file, naming the block.
+	if err := b.Settings().Validate(); err != nil && len(v.errs) == before {
+		v.add(p, "%v", err)
+	}
+}
+
+// Settings is the route's breaker block as the breaker takes it.
+func (b RouteBreaker) Settings() breaker.Settings {
+	return breaker.Settings{Failures: b.Failures, Window: b.Window.D(), SlowCall: b.SlowCall.D(),
+		OpenFor: b.OpenFor.D(), MinNodes: b.MinNodes, ProbeLease: b.ProbeLease.D()}
 }
 
 func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
-	v.positive(p+".budget", r.Budget)
+	// upstream owns the floor: a shorter budget or attempt fails every call.
+	v.check(r.Budget.D() >= upstream.MinTimeout, p+".budget", fmt.Sprintf("must be >= %v", upstream.MinTimeout))
 	if r.Budget > 0 && forward > 0 && r.Budget >= forward {
 		v.add(p+".budget", "%v must be less than cluster.forward_timeout (%v)", r.Budget, forward)
 	}
@@ -138,7 +184,8 @@ func (v *validator) retry(p string, r *RouteRetry, forward Duration) {
 	// An attempt_timeout above budget is not an error: the budget bounds
 	// every attempt anyway, and the 10s default must not fail a route
 	// whose budget is shorter.
-	v.nonNegative(p+".attempt_timeout", r.AttemptTimeout)
+	v.check(r.AttemptTimeout == 0 || r.AttemptTimeout.D() >= upstream.MinTimeout, p+".attempt_timeout",
+		fmt.Sprintf("must be 0 (no per-attempt bound) or >= %v", upstream.MinTimeout))
 }
 
 func (v *validator) backoff(p string, b *Backoff) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee/levee/cachefile"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/demoupstream"
 )
@@ -40,7 +41,7 @@ func TestCacheSurvivesRestart(t *testing.T) {
 		kept     bool // the read after the restart, upstream down, is served from cache
 	}{
 		{name: "graceful stop saves", persist: true, kept: true},
-		{name: "kill keeps the periodic save", persist: true, interval: 20 * time.Millisecond, kill: true, kept: true},
+		{name: "kill keeps the periodic save", persist: true, interval: cachefile.MinEvery, kill: true, kept: true},
 		{name: "kill without a periodic save loses it", persist: true, kill: true},
 		{name: "persist off", persist: false},
 	}

@@ -18,10 +18,13 @@ const CommandVersion = 1
 // mistake, or a forged command) pauses a host for MaxPause at most.
 const MaxPause = time.Hour
 
-const (
-	maxHostLen = 300 // "https://", a DNS name and ":port"
-	maxNodeLen = 256
-)
+// MaxHostLen bounds a paused host's key: "https://", a DNS name (253
+// bytes at most) and ":port". config bounds routes[].upstream's host by
+// it: a pause for a longer one would be refused, and a Retry-After from
+// that host would pause nothing.
+const MaxHostLen = 300
+
+const maxNodeLen = 256
 
 // Command pauses Host for For from At (leader-stamped unix nanoseconds):
 // the host is paused until At+For, or longer if it already was.
@@ -41,7 +44,7 @@ func (c Command) Validate() error {
 	switch {
 	case c.V != CommandVersion:
 		return fmt.Errorf("%w: version %d", ErrBadCommand, c.V)
-	case c.Host == "" || len(c.Host) > maxHostLen:
+	case c.Host == "" || len(c.Host) > MaxHostLen:
 		return fmt.Errorf("%w: host of %d bytes", ErrBadCommand, len(c.Host))
 	case c.Node == "" || len(c.Node) > maxNodeLen:
 		return fmt.Errorf("%w: node of %d bytes", ErrBadCommand, len(c.Node))

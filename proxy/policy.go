@@ -172,9 +172,13 @@ func lifetime(route time.Duration, cc *cacheobject.ResponseCacheDirectives, h ht
 	return route
 }
 
-// maxLifetime caps a lifetime taken from Expires where RFC 9111 §1.2.2
-// caps delta-seconds: 2^31 seconds.
-const maxLifetime = 1 << 31 * time.Second
+// MaxLifetime caps a lifetime taken from Expires where RFC 9111 §1.2.2
+// caps delta-seconds: 2^31 seconds. config caps a route's own windows
+// (routes[].cache.fresh, stale, stale_if_error) by it too: an entry's
+// ends must stay in the range of the nanosecond times peers exchange
+// (time.Time.UnixNano is undefined past 2262), and three windows of at
+// most 68 years each do.
+const MaxLifetime = 1 << 31 * time.Second
 
 // untilExpires is Expires minus Date (RFC 9111 §4.2.1), or minus now, the
 // time the answer arrived, when Date is missing or invalid (RFC 9110
@@ -194,7 +198,7 @@ func untilExpires(h http.Header, now time.Time) time.Duration {
 	if err != nil {
 		date = now
 	}
-	return min(max(0, exp.Sub(date)), maxLifetime)
+	return min(max(0, exp.Sub(date)), MaxLifetime)
 }
 
 func seconds(d cacheobject.DeltaSeconds) time.Duration { return time.Duration(d) * time.Second }

@@ -107,7 +107,7 @@ func TestUntilExpires(t *testing.T) {
 		{"RFC 850 form", []string{"Expires", now.Add(time.Hour).Format(time.RFC850)}, time.Hour},
 		{"asctime form", []string{"Expires", now.Add(time.Hour).Format(time.ANSIC)}, time.Hour},
 		{"two lines", []string{"Expires", httpDate(now.Add(time.Hour)), "Expires", httpDate(now.Add(time.Hour))}, 0},
-		{"year 9999 is capped", []string{"Expires", "Fri, 31 Dec 9999 23:59:59 GMT"}, maxLifetime},
+		{"year 9999 is capped", []string{"Expires", "Fri, 31 Dec 9999 23:59:59 GMT"}, MaxLifetime},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -76,19 +77,41 @@ const (
 	OutcomeDefer
 )
 
+// MaxJobs bounds Bounds.MaxJobs (queue.max_jobs), MaxNameLen the names a
+// job carries (its route, routes[].name, tenant, node and
+// Idempotency-Key) and MaxHostLen its host. A command past them is
+// refused, so config validates queue.max_jobs, route names and upstream
+// hosts with them: a file the node accepts must queue (a 300-byte route
+// name answered every queued write 400).
+const (
+	MaxJobs    = 1_000_000
+	MaxNameLen = 256
+	// MaxHostLen bounds a job's upstream host key, as pacing's.
+	MaxHostLen = 300
+)
+
+// MaxVisibility bounds a lease (Pace.Visibility, queue.visibility_timeout,
+// which config validates with it). Unbounded, a lease's end overflowed
+// the log's nanosecond times, every lease was refused and no job went
+// out; 12 hours is Amazon SQS's maximum visibility timeout, and a longer
+// lease would only hold a dead worker's job back.
+const MaxVisibility = 12 * time.Hour
+
+// MaxDelay bounds the wait before a job's next attempt: a longer one is
+// cut to it. config bounds queue.retry.cap by it, so a schedule the file
+// sets is the schedule the queue keeps.
+const MaxDelay = 24 * time.Hour
+
 // Bounds on what a command may carry: a forged or corrupt entry cannot
 // grow a node without end.
 const (
 	maxIDLen      = 64
-	maxNameLen    = 256 // route, tenant, node, Idempotency-Key
-	maxHostLen    = 300
 	maxPathLen    = 8 << 10
 	maxHeaders    = 128
 	maxHeaderLen  = 16 << 10
 	maxBodyLen    = 64 << 20
 	maxErrorLen   = 1 << 10
-	maxDelay      = int64(24 * 60 * 60 * 1e9)
-	maxJobsCeil   = 1_000_000
+	maxDelay      = int64(MaxDelay)
 	maxAttemptNum = 1 << 20
 )
 
@@ -126,7 +149,7 @@ func (c Command) Validate() error {
 	switch {
 	case c.V != CommandVersion:
 		return fmt.Errorf("%w: version %d", ErrBadCommand, c.V)
-	case c.Node == "" || len(c.Node) > maxNameLen:
+	case c.Node == "" || len(c.Node) > MaxNameLen:
 		return fmt.Errorf("%w: node of %d bytes", ErrBadCommand, len(c.Node))
 	case c.At <= 0:
 		return fmt.Errorf("%w: no time", ErrBadCommand)
@@ -157,7 +180,7 @@ func (c Command) validateEnqueue() error {
 	switch {
 	case c.Req == nil:
 		return fmt.Errorf("%w: enqueue without a request", ErrBadCommand)
-	case c.MaxJobs < 1 || c.MaxJobs > maxJobsCeil || c.MaxBytes < 1:
+	case c.MaxJobs < 1 || c.MaxJobs > MaxJobs || c.MaxBytes < 1:
 		return fmt.Errorf("%w: bounds %d jobs, %d bytes", ErrBadCommand, c.MaxJobs, c.MaxBytes)
 	}
 	return c.Req.Validate()
@@ -185,9 +208,9 @@ func (c Command) validateFinish() error {
 // Validate checks a request's fields against the bounds a job may have.
 func (r *Request) Validate() error {
 	switch {
-	case r.Route == "" || len(r.Route) > maxNameLen:
+	case r.Route == "" || len(r.Route) > MaxNameLen:
 		return fmt.Errorf("%w: route of %d bytes", ErrBadCommand, len(r.Route))
-	case len(r.Tenant) > maxNameLen:
+	case len(r.Tenant) > MaxNameLen:
 		return fmt.Errorf("%w: tenant of %d bytes", ErrBadCommand, len(r.Tenant))
 	case !writeMethod(r.Method):
 		return fmt.Errorf("%w: method %q is not queued", ErrBadCommand, clip(r.Method))
@@ -195,9 +218,9 @@ func (r *Request) Validate() error {
 		return fmt.Errorf("%w: path of %d bytes, query of %d", ErrBadCommand, len(r.Path), len(r.RawQuery))
 	case len(r.Body) > maxBodyLen:
 		return fmt.Errorf("%w: body of %d bytes", ErrBadCommand, len(r.Body))
-	case r.Key == "" || len(r.Key) > maxNameLen:
+	case r.Key == "" || len(r.Key) > MaxNameLen:
 		return fmt.Errorf("%w: idempotency key of %d bytes", ErrBadCommand, len(r.Key))
-	case r.Host == "" || len(r.Host) > maxHostLen:
+	case r.Host == "" || len(r.Host) > MaxHostLen:
 		return fmt.Errorf("%w: host of %d bytes", ErrBadCommand, len(r.Host))
 	}
 	return validHeader(r.Header)

@@ -53,7 +53,7 @@ func FuzzRestore(f *testing.F) {
 			return
 		}
 		s := tb.Stats()
-		if s.Jobs > maxJobsCeil || s.Bytes < 0 {
+		if s.Jobs > MaxJobs || s.Bytes < 0 {
 			t.Fatalf("restored %+v", s)
 		}
 		if _, err := tb.Snapshot(); err != nil {

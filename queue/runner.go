@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -99,6 +100,8 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	case cfg.Pace.Concurrency < 1 || cfg.Pace.PerHost < 1 || cfg.Pace.Tokens < 1 || cfg.Pace.Refill <= 0 ||
 		cfg.Pace.Visibility <= 0 || cfg.Pace.Retention <= 0 || cfg.Policy.DeadAfter < 1:
 		return nil, errors.New("queue: runner pace and policy need positive values")
+	case cfg.Pace.Visibility > MaxVisibility:
+		return nil, fmt.Errorf("queue: visibility %v over MaxVisibility (%v)", cfg.Pace.Visibility, MaxVisibility)
 	}
 	if cfg.PausedUntil == nil {
 		cfg.PausedUntil = func(string) time.Time { return time.Time{} }

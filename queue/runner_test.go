@@ -267,6 +267,9 @@ func TestNewRunnerRefusesAnIncompleteConfig(t *testing.T) {
 		{"no tokens", func(c *RunnerConfig) { c.Pace.Tokens = 0 }},
 		{"no refill", func(c *RunnerConfig) { c.Pace.Refill = 0 }},
 		{"no visibility", func(c *RunnerConfig) { c.Pace.Visibility = 0 }},
+		// A lease's end past the log's nanosecond times made every lease
+		// invalid: no job went out.
+		{"visibility past MaxVisibility", func(c *RunnerConfig) { c.Pace.Visibility = MaxVisibility + 1 }},
 		{"no retention", func(c *RunnerConfig) { c.Pace.Retention = 0 }},
 		{"no attempts", func(c *RunnerConfig) { c.Policy.DeadAfter = 0 }},
 	}

@@ -21,15 +21,15 @@ type snapshot struct {
 // bytes could otherwise demand terabytes (as breaker's recordList).
 type jobList []Job
 
-// DecodeMsgpack implements msgpack.CustomDecoder, bounded by maxJobsCeil.
+// DecodeMsgpack implements msgpack.CustomDecoder, bounded by MaxJobs.
 func (l *jobList) DecodeMsgpack(d *msgpack.Decoder) error {
 	n, err := d.DecodeArrayLen()
 	if err != nil || n <= 0 {
 		*l = nil
 		return err
 	}
-	if n > maxJobsCeil {
-		return fmt.Errorf("%d jobs, at most %d", n, maxJobsCeil)
+	if n > MaxJobs {
+		return fmt.Errorf("%d jobs, at most %d", n, MaxJobs)
 	}
 	out := make(jobList, 0, min(n, 64))
 	for range n {
@@ -98,7 +98,7 @@ func (t *Table) Restore(b []byte) error {
 		if err := msgpack.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
 			return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 		}
-		if s.V != CommandVersion || len(s.Jobs) > maxJobsCeil {
+		if s.V != CommandVersion || len(s.Jobs) > MaxJobs {
 			return fmt.Errorf("%w: version %d, %d jobs", ErrBadSnapshot, s.V, len(s.Jobs))
 		}
 		for i := range s.Jobs {

@@ -102,7 +102,7 @@ type Config struct {
 	// NearCacheTTL is the longest a near-cached answer is reused after
 	// its owner sent it or last vouched for it (renewal rounds every ttl/8),
 	// never past its freshness there (cluster.near_cache.ttl). Default 1s;
-	// at most config.MaxNearCacheTTL (1m).
+	// at most MaxNearCacheTTL.
 	NearCacheTTL time.Duration
 	// HandoffInterval is how often entries a member still lacks are pushed
 	// again between membership changes. Default 3s.
@@ -166,6 +166,11 @@ func DefaultConfig() Config {
 	}
 }
 
+// MaxNearCacheTTL bounds Config.NearCacheTTL (cluster.near_cache.ttl,
+// which config validates with it): a near copy is a shortcut past the
+// owner, never a second cache.
+const MaxNearCacheTTL = time.Minute
+
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
 	switch {
@@ -175,8 +180,8 @@ func (c Config) Validate() error {
 		return errors.New("replica: Ring, Members and Transport are required")
 	case c.Replication < 0 || c.NearCacheBytes < 0:
 		return fmt.Errorf("replica: Replication %d and NearCacheBytes %d must be >= 0", c.Replication, c.NearCacheBytes)
-	case c.NearCacheBytes > 0 && (c.NearCacheTTL <= 0 || c.NearCacheTTL > time.Minute):
-		return fmt.Errorf("replica: NearCacheTTL %s must be in (0, 1m]", c.NearCacheTTL)
+	case c.NearCacheBytes > 0 && (c.NearCacheTTL <= 0 || c.NearCacheTTL > MaxNearCacheTTL):
+		return fmt.Errorf("replica: NearCacheTTL %s must be in (0, %v]", c.NearCacheTTL, MaxNearCacheTTL)
 	case c.HandoffInterval <= 0 || c.LookupTimeout <= 0 || c.PushTimeout <= 0:
 		return errors.New("replica: HandoffInterval, LookupTimeout and PushTimeout must be > 0")
 	case c.HandoffMaxEntries <= 0 || c.HandoffMaxBytes <= 0 || c.QueueSize <= 0 || c.Workers <= 0:

@@ -24,9 +24,10 @@ var (
 	ErrTooManyMembers = errors.New("ring: more members than partitions")
 )
 
-// maxPartitions bounds Config.Partitions: every membership change walks all
-// partitions, and the partition table is held in memory.
-const maxPartitions = 1 << 16
+// MaxPartitions bounds Config.Partitions: every membership change walks all
+// partitions, and the partition table is held in memory. config validates
+// cluster.partitions with it.
+const MaxPartitions = 1 << 16
 
 // Config tunes the ring. The zero value is not valid; start from
 // DefaultConfig.
@@ -54,8 +55,8 @@ func DefaultConfig() Config {
 // count from 1 to Partitions without the library panicking.
 func (c Config) Validate() error {
 	switch {
-	case c.Partitions < 1 || c.Partitions > maxPartitions:
-		return fmt.Errorf("%w: Partitions %d not in 1..%d", ErrInvalidConfig, c.Partitions, maxPartitions)
+	case c.Partitions < 1 || c.Partitions > MaxPartitions:
+		return fmt.Errorf("%w: Partitions %d not in 1..%d", ErrInvalidConfig, c.Partitions, MaxPartitions)
 	case c.ReplicationFactor < 2:
 		return fmt.Errorf("%w: ReplicationFactor %d < 2", ErrInvalidConfig, c.ReplicationFactor)
 	// Load > 1 keeps ceil(P/m × Load) above P/m for every member count m ≤

@@ -57,7 +57,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"default", func(*Config) {}, false},
 		{"zero partitions", func(c *Config) { c.Partitions = 0 }, true},
-		{"too many partitions", func(c *Config) { c.Partitions = maxPartitions + 1 }, true},
+		{"too many partitions", func(c *Config) { c.Partitions = MaxPartitions + 1 }, true},
 		{"one virtual node", func(c *Config) { c.ReplicationFactor = 1 }, true},
 		{"load one", func(c *Config) { c.Load = 1 }, true},
 		{"load below one", func(c *Config) { c.Load = 0.5 }, true},

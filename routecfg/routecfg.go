@@ -40,16 +40,9 @@ func Route(r *config.Route) (*proxy.Route, error) {
 		StaleIfError:      r.Cache.StaleIfError.D(),
 		MaxBody:           r.Cache.MaxBody.Int64(),
 		HitForMiss:        r.Cache.HitForMiss.D(),
-		Breaker: breaker.Settings{
-			Failures:   r.Breaker.Failures,
-			Window:     r.Breaker.Window.D(),
-			SlowCall:   r.Breaker.SlowCall.D(),
-			OpenFor:    r.Breaker.OpenFor.D(),
-			MinNodes:   r.Breaker.MinNodes,
-			ProbeLease: r.Breaker.ProbeLease.D(),
-		},
-		Retry:  retry,
-		Limits: upstream.Limits{Inflight: r.Limits.Inflight, Rate: r.Limits.Rate, Burst: r.Limits.Burst},
+		Breaker:           r.Breaker.Settings(),
+		Retry:             retry,
+		Limits:            upstream.Limits{Inflight: r.Limits.Inflight, Rate: r.Limits.Rate, Burst: r.Limits.Burst},
 	}, nil
 }
 

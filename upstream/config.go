@@ -46,6 +46,15 @@ type Retry struct {
 	AttemptTimeout time.Duration
 }
 
+// MinTimeout is the shortest Retry.Budget, and the shortest non-zero
+// Retry.AttemptTimeout, a configuration may ask for: below it an attempt
+// cannot even connect to a host across a data centre (a TCP and a TLS
+// handshake are two or three round trips), so every call would fail,
+// 502 or 503, however healthy the upstream. Levee's config validates
+// routes[].retry.budget and attempt_timeout with it; tests that build a
+// Retry in code may go shorter.
+const MinTimeout = 100 * time.Millisecond
+
 // DefaultRetry returns the brief's reference retry settings.
 func DefaultRetry() Retry {
 	return Retry{

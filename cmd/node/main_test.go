@@ -55,6 +55,10 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"bad duration", strings.Replace(validYAML, "fresh: 15s", "fresh: 15", 1), "routes[0].cache.fresh"},
 		{"bad duration unit", strings.Replace(validYAML, "fresh: 15s", "fresh: 15 seconds", 1), "routes[0].cache.fresh"},
 		{"fresh zero", strings.Replace(validYAML, "fresh: 15s", "fresh: 0s", 1), "routes[0].cache.fresh"},
+		// A bound the breaker enforces: the node started and answered
+		// every request on the route 500 before config checked it.
+		{"breaker failures past the breaker's bound", strings.Replace(validYAML, "    cache:\n", "    breaker: {failures: 2000}\n    cache:\n", 1),
+			"routes[0].breaker.failures: must be in [1, 1024]"},
 		{"non-http upstream", strings.Replace(validYAML, "http://127.0.0.1:9000/api/", "ftp://127.0.0.1/api/", 1), "routes[0].upstream"},
 		{"overlapping prefixes", validYAML + `  - name: comments-v2
     prefix: /comments/v2/
