@@ -94,10 +94,26 @@ type Node struct {
 	// IdleTimeout closes a keep-alive connection idle this long. Default
 	// 2m; > 0.
 	IdleTimeout Duration `yaml:"idle_timeout"`
-	// MaxConnections caps the connections open on node.http at once, app
-	// servers', peers' and admin callers' together; more wait in the
-	// listen backlog until one closes. Default 1024; >= 1.
+	// MaxConnections caps the connections open on node.http at once (and
+	// on node.admin, apart), whatever their state. A new connection over
+	// it closes the oldest idle keep-alive connection, or is reset when
+	// none is idle; accepting never waits for room. Default 4096
+	// (connlimit.DefaultMaxConns); >= 1.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxPendingConnections caps the connections whose request (headers
+	// and body) has not arrived whole, from every client address
+	// together; a new one over it resets the oldest pending connection of
+	// the address holding the most. Default 1024; in [1,
+	// max_connections].
+	MaxPendingConnections int `yaml:"max_pending_connections"`
+	// MaxPendingPerIP caps one client address's pending connections (an
+	// IPv6 address counts by its /64); a new one over it resets that
+	// address's oldest. Default 256; in [1, max_pending_connections].
+	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
+	// PressureReadTimeout replaces ReadTimeout while more than half of
+	// max_pending_connections are pending: a request not whole by then is
+	// reset, oldest first. Default 2s; in (0, read_timeout].
+	PressureReadTimeout Duration `yaml:"pressure_read_timeout"`
 	// MaxInflightFetches caps the upstream fetches (logical calls, retries
 	// and their waits included) in flight on this node, counting
 	// background refreshes and fetches whose client went away; a fetch

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/levee/levee/connlimit"
 )
 
 // Validate checks every rule and returns all problems joined with
@@ -78,8 +80,25 @@ func (v *validator) node(n *Node) {
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
 	v.positive("node.read_timeout", n.ReadTimeout)
 	v.positive("node.idle_timeout", n.IdleTimeout)
-	v.atLeast("node.max_connections", n.MaxConnections, 1)
+	v.connections(n)
 	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
+}
+
+// connections checks the app listener's connection bounds with the ones
+// connlimit, which enforces them, exports: each at least MinLimit, none
+// above the one it is a share of (it would never bind), and the timeout
+// under pressure no longer than the one it shortens.
+func (v *validator) connections(n *Node) {
+	v.atLeast("node.max_connections", n.MaxConnections, connlimit.MinLimit)
+	v.atLeast("node.max_pending_connections", n.MaxPendingConnections, connlimit.MinLimit)
+	v.check(n.MaxPendingConnections <= n.MaxConnections, "node.max_pending_connections",
+		fmt.Sprintf("must be <= node.max_connections (%d)", n.MaxConnections))
+	v.atLeast("node.max_pending_per_ip", n.MaxPendingPerIP, connlimit.MinLimit)
+	v.check(n.MaxPendingPerIP <= n.MaxPendingConnections, "node.max_pending_per_ip",
+		fmt.Sprintf("must be <= node.max_pending_connections (%d)", n.MaxPendingConnections))
+	v.positive("node.pressure_read_timeout", n.PressureReadTimeout)
+	v.check(n.PressureReadTimeout <= n.ReadTimeout, "node.pressure_read_timeout",
+		fmt.Sprintf("must be <= node.read_timeout (%v)", n.ReadTimeout))
 }
 
 // writeMargin is how much longer than reading a request and serving it

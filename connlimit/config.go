@@ -1,0 +1,83 @@
+package connlimit
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// The defaults, node.*'s defaults (config.Default reads them from here).
+const (
+	// DefaultMaxConns leaves room for 2,000 app servers' keep-alive
+	// connections from one NAT address and as many again, about 25 KiB of
+	// memory each.
+	DefaultMaxConns = 4096
+	// DefaultMaxPending bounds what slow senders can hold from every
+	// address together: about 25 MiB.
+	DefaultMaxPending = 1024
+	// DefaultMaxPendingPerIP is what one address can hold of DefaultMaxPending.
+	DefaultMaxPendingPerIP = 256
+	// DefaultPressureTimeout is a request's time to arrive whole once the
+	// listener is under pressure (more than MaxPending/2 pending): an
+	// honest client sends its headers in milliseconds, a 1 MiB body in
+	// under a second at 10 Mbit/s.
+	DefaultPressureTimeout = 2 * time.Second
+)
+
+// MinLimit is the least each count bound may be; config validates
+// node.max_connections, node.max_pending_connections and
+// node.max_pending_per_ip with it, and MaxPendingPerIP <= MaxPending <=
+// MaxConns (a larger one would never bind: New clamps it).
+const MinLimit = 1
+
+// Config bounds a Listener's connections. A zero field takes its default.
+type Config struct {
+	// MaxConns caps the connections open at once, whatever their state. A
+	// new connection over it closes the oldest idle keep-alive
+	// connection, or is refused (reset) when none is idle. Default
+	// DefaultMaxConns.
+	MaxConns int
+	// MaxPending caps the connections whose request has not arrived whole
+	// (headers and body), from every address together. A new one over it
+	// closes the oldest pending connection of the address holding the
+	// most. Default DefaultMaxPending; at most MaxConns.
+	MaxPending int
+	// MaxPendingPerIP caps the pending connections of one client address
+	// (an IPv6 address by its /64). A new one over it closes that
+	// address's oldest pending connection. Default
+	// DefaultMaxPendingPerIP; at most MaxPending.
+	MaxPendingPerIP int
+	// PressureTimeout is how long a request may take to arrive whole
+	// while more than MaxPending/2 connections are pending; past it the
+	// connection is closed, oldest first. Default DefaultPressureTimeout.
+	PressureTimeout time.Duration
+	// Logger gets the rate-limited line saying the limits acted. Default:
+	// discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxConns <= 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxPendingPerIP <= 0 {
+		c.MaxPendingPerIP = DefaultMaxPendingPerIP
+	}
+	c.MaxPending = min(c.MaxPending, c.MaxConns)
+	c.MaxPendingPerIP = min(c.MaxPendingPerIP, c.MaxPending)
+	if c.PressureTimeout <= 0 {
+		c.PressureTimeout = DefaultPressureTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
