@@ -47,8 +47,8 @@ type ListenConfig struct {
 	// it, that address's oldest is reset. Default
 	// connlimit.DefaultMaxPendingPerIP (256).
 	MaxPendingPerIP int
-	// PressureReadTimeout replaces ReadTimeout while more than half of
-	// MaxPendingConnections are pending. Default
+	// PressureReadTimeout replaces ReadTimeout (when shorter) while more
+	// than half of MaxPendingConnections are pending. Default
 	// connlimit.DefaultPressureTimeout (2s).
 	PressureReadTimeout time.Duration
 }
@@ -114,7 +114,7 @@ func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem 
 	}
 	log := s.cfg.Logger.With("subsystem", subsystem)
 	ln := connlimit.New(raw, connlimit.Config{MaxConns: lc.MaxConnections, MaxPending: lc.MaxPendingConnections,
-		MaxPendingPerIP: lc.MaxPendingPerIP, PressureTimeout: lc.PressureReadTimeout, Logger: log})
+		MaxPendingPerIP: lc.MaxPendingPerIP, PressureTimeout: min(lc.PressureReadTimeout, lc.ReadTimeout), Logger: log})
 	l := &Listener{ln: ln, log: log, srv: &http.Server{
 		Handler: h,
 		// ReadTimeout covers the headers too (ReadHeaderTimeout unset). It

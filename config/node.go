@@ -103,16 +103,19 @@ type Node struct {
 	// MaxPendingConnections caps the connections whose request (headers
 	// and body) has not arrived whole, from every client address
 	// together; a new one over it resets the oldest pending connection of
-	// the address holding the most. Default 1024; in [1,
-	// max_connections].
+	// the address holding the most. Default 1024; >= 1; above
+	// max_connections it acts as max_connections.
 	MaxPendingConnections int `yaml:"max_pending_connections"`
 	// MaxPendingPerIP caps one client address's pending connections (an
 	// IPv6 address counts by its /64); a new one over it resets that
-	// address's oldest. Default 256; in [1, max_pending_connections].
+	// address's oldest if pending over PressureReadTimeout, else the new
+	// one. Default 256; >= 1; above max_pending_connections it acts as
+	// that.
 	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
 	// PressureReadTimeout replaces ReadTimeout while more than half of
 	// max_pending_connections are pending: a request not whole by then is
-	// reset, oldest first. Default 2s; in (0, read_timeout].
+	// reset, oldest first. Default 2s; > 0; above read_timeout it acts as
+	// read_timeout.
 	PressureReadTimeout Duration `yaml:"pressure_read_timeout"`
 	// MaxInflightFetches caps the upstream fetches (logical calls, retries
 	// and their waits included) in flight on this node, counting

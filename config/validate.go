@@ -84,21 +84,16 @@ func (v *validator) node(n *Node) {
 	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
 }
 
-// connections checks the app listener's connection bounds with the ones
-// connlimit, which enforces them, exports: each at least MinLimit, none
-// above the one it is a share of (it would never bind), and the timeout
-// under pressure no longer than the one it shortens.
+// connections checks the app listener's connection bounds with the one
+// connlimit, which enforces them, exports. A pending bound above the one
+// it is a share of, or a pressure_read_timeout above read_timeout, is not
+// refused: it acts as that one (connlimit clamps it), so setting
+// max_connections: 64 or read_timeout: 1s alone stays valid.
 func (v *validator) connections(n *Node) {
 	v.atLeast("node.max_connections", n.MaxConnections, connlimit.MinLimit)
 	v.atLeast("node.max_pending_connections", n.MaxPendingConnections, connlimit.MinLimit)
-	v.check(n.MaxPendingConnections <= n.MaxConnections, "node.max_pending_connections",
-		fmt.Sprintf("must be <= node.max_connections (%d)", n.MaxConnections))
 	v.atLeast("node.max_pending_per_ip", n.MaxPendingPerIP, connlimit.MinLimit)
-	v.check(n.MaxPendingPerIP <= n.MaxPendingConnections, "node.max_pending_per_ip",
-		fmt.Sprintf("must be <= node.max_pending_connections (%d)", n.MaxPendingConnections))
 	v.positive("node.pressure_read_timeout", n.PressureReadTimeout)
-	v.check(n.PressureReadTimeout <= n.ReadTimeout, "node.pressure_read_timeout",
-		fmt.Sprintf("must be <= node.read_timeout (%v)", n.ReadTimeout))
 }
 
 // writeMargin is how much longer than reading a request and serving it

@@ -26,8 +26,9 @@ const (
 
 // MinLimit is the least each count bound may be; config validates
 // node.max_connections, node.max_pending_connections and
-// node.max_pending_per_ip with it, and MaxPendingPerIP <= MaxPending <=
-// MaxConns (a larger one would never bind: New clamps it).
+// node.max_pending_per_ip with it. A MaxPending above MaxConns, or a
+// MaxPendingPerIP above MaxPending, acts as the one it exceeds (New
+// clamps it: it could never bind).
 const MinLimit = 1
 
 // Config bounds a Listener's connections. A zero field takes its default.

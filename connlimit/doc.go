@@ -12,9 +12,13 @@
 //	active   the request arrived whole and is being served
 //	idle     a keep-alive connection between requests
 //
-// (nginx's stub_status calls them reading, writing and waiting.) A new
-// connection, or a pending one, may close others, oldest first, as the
-// table decides (table.go):
+// (nginx's stub_status calls them reading, writing and waiting.) The
+// pending bounds count the pending connections whose server goroutine is
+// blocked reading them, waiting on their client: 2,000 honest connections
+// opened at once from one address left up to 1,425 pending at once, their
+// requests unread in the kernel while the server caught up, and none of
+// that is the clients' doing. A new connection, or a pending one, may
+// close others, oldest first, as the table decides (table.go):
 //
 //   - an address at MaxPendingPerIP loses its oldest pending connection
 //     if that one is older than PressureTimeout, else the new one is

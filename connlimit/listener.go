@@ -245,16 +245,19 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 
 // addrKey is the address a connection's pending count is kept under: its
 // IP, an IPv4-mapped one as IPv4, an IPv6 one by its /64 (one host's
-// usual allocation, which it may spread its connections over).
-func addrKey(a net.Addr) string {
-	ap, err := netip.ParseAddrPort(a.String())
-	if err != nil {
-		return a.String()
+// usual allocation, which it may spread its connections over). It parses
+// no string for a TCP address: Accept calls it for every connection.
+func addrKey(a net.Addr) netip.Addr {
+	var ip netip.Addr
+	if ta, ok := a.(*net.TCPAddr); ok {
+		ip = ta.AddrPort().Addr()
+	} else if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		ip = ap.Addr()
 	}
-	ip := ap.Addr().Unmap()
+	ip = ip.Unmap()
 	if ip.Is6() {
 		p, _ := ip.Prefix(64)
-		return p.String()
+		return p.Addr()
 	}
-	return ip.String()
+	return ip
 }

@@ -151,14 +151,14 @@ func TestAddrKeyGroupsAnIPv6HostByItsPrefix(t *testing.T) {
 	for _, tc := range []struct{ addr, want string }{
 		{"192.0.2.7:5000", "192.0.2.7"},
 		{"[::ffff:192.0.2.7]:5000", "192.0.2.7"},
-		{"[2001:db8:1:2:3:4:5:6]:5000", "2001:db8:1:2::/64"},
-		{"[2001:db8:1:2:ffff::1]:6000", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:3:4:5:6]:5000", "2001:db8:1:2::"},
+		{"[2001:db8:1:2:ffff::1]:6000", "2001:db8:1:2::"},
 	} {
 		a, err := net.ResolveTCPAddr("tcp", tc.addr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := addrKey(a); got != tc.want {
+		if got := addrKey(a).String(); got != tc.want {
 			t.Errorf("addrKey(%s) = %s, want %s", tc.addr, got, tc.want)
 		}
 	}

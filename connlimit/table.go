@@ -3,6 +3,7 @@ package connlimit
 import (
 	"container/heap"
 	"container/list"
+	"net/netip"
 	"time"
 )
 
@@ -19,9 +20,9 @@ const (
 // entry is one connection in the table. Every field is the table's (the
 // Listener's mutex).
 type entry struct {
-	key   string    // its client address (addrKey)
-	state state     //
-	since time.Time // when it entered its state
+	key   netip.Addr // its client address (addrKey)
+	state state      //
+	since time.Time  // when it entered its state
 	elem  *list.Element
 	// inAddr is its element in its address's pending list.
 	inAddr *list.Element
@@ -57,7 +58,7 @@ type victim struct {
 // it lives only while it has one (so the table's memory follows its
 // connections, not the addresses ever seen).
 type address struct {
-	key     string
+	key     netip.Addr
 	pending list.List
 	waiting int // of pending
 	index   int // in table.heavy
@@ -73,12 +74,12 @@ type table struct {
 	idle    list.List // of *entry, oldest first
 	active  int
 	waiting int // of pending
-	addrs   map[string]*address
+	addrs   map[netip.Addr]*address
 	heavy   heaviest
 }
 
 func newTable(cfg Config) *table {
-	return &table{cfg: cfg, addrs: make(map[string]*address)}
+	return &table{cfg: cfg, addrs: make(map[netip.Addr]*address)}
 }
 
 func (t *table) open() int { return t.pending.Len() + t.idle.Len() + t.active }
@@ -86,7 +87,7 @@ func (t *table) open() int { return t.pending.Len() + t.idle.Len() + t.active }
 // add admits a new connection from key as pending, or refuses it for
 // why: its address is at MaxPendingPerIP with none of them old enough to
 // give way, or MaxConns are open and every one of them is active.
-func (t *table) add(e *entry, key string, now time.Time) (vs []victim, admitted bool, why Reason) {
+func (t *table) add(e *entry, key netip.Addr, now time.Time) (vs []victim, admitted bool, why Reason) {
 	e.key = key
 	vs = t.sweep(nil, now)
 	if vs, admitted = t.makeRoomFor(vs, key, now); !admitted {
@@ -128,7 +129,7 @@ func (t *table) arrived(e *entry, now time.Time) []victim {
 // the node an accept and a reset, where admitting it in exchange for a
 // young one would cost a served connection's setup each time the same
 // client dialled again.
-func (t *table) makeRoomFor(vs []victim, key string, now time.Time) ([]victim, bool) {
+func (t *table) makeRoomFor(vs []victim, key netip.Addr, now time.Time) ([]victim, bool) {
 	a := t.addrs[key]
 	if a == nil || a.waiting < t.cfg.MaxPendingPerIP {
 		return vs, true

@@ -1,7 +1,7 @@
 package connlimit
 
 import (
-	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -110,7 +110,7 @@ func TestTableClosesTheRightConnections(t *testing.T) {
 					entries[s.name], names[e] = e, s.name
 					var ok bool
 					var why Reason
-					if vs, ok, why = tb.add(e, s.name[:1], now); !ok {
+					if vs, ok, why = tb.add(e, netip.AddrFrom4([4]byte{10, 0, 0, s.name[0]}), now); !ok {
 						got = append(got, "refused:"+why.String())
 					}
 					tb.wait(e, true) // its server goroutine reads it, and waits
@@ -164,7 +164,7 @@ func TestTableForgetsAddressesWithTheirConnections(t *testing.T) {
 	var es []*entry
 	for i := range 1000 {
 		e := &entry{}
-		if _, ok, _ := tb.add(e, fmt.Sprintf("10.0.%d.%d", i/256, i%256), now); !ok {
+		if _, ok, _ := tb.add(e, netip.AddrFrom4([4]byte{10, 0, byte(i / 256), byte(i % 256)}), now); !ok {
 			t.Fatal("refused")
 		}
 		es = append(es, e)

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -238,10 +240,24 @@ func ordinaryClient() *http.Client {
 	return &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 }
 
-// get answers how long a GET took, and an error unless it answered 200.
+// get answers how long a GET took, and an error unless it answered 200
+// (naming how long its connect took: a SYN the kernel dropped, its
+// listen queue full, costs a second).
 func get(c *http.Client, url string) (time.Duration, error) {
 	start := time.Now()
-	resp, err := c.Get(url)
+	var connected time.Duration
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		ConnectDone: func(string, string, error) { connected = time.Since(start) },
+	}), http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	defer func() {
+		if d := time.Since(start); d > 2*time.Second {
+			log.Printf("GET %s: %v, connected after %v", url, d, connected)
+		}
+	}()
 	if err != nil {
 		return time.Since(start), err
 	}
