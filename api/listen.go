@@ -41,11 +41,11 @@ type ListenConfig struct {
 	// MaxPendingConnections caps the connections whose request has not
 	// arrived whole, from every address together; over it, the oldest of
 	// the address holding the most is reset. Default
-	// connlimit.DefaultMaxPending (1024).
+	// connlimit.DefaultMaxPending (2048).
 	MaxPendingConnections int
 	// MaxPendingPerIP caps one client address's pending connections; over
 	// it, that address's oldest is reset. Default
-	// connlimit.DefaultMaxPendingPerIP (256).
+	// connlimit.DefaultMaxPendingPerIP (1024).
 	MaxPendingPerIP int
 	// PressureReadTimeout replaces ReadTimeout (when shorter) while more
 	// than half of MaxPendingConnections are pending. Default

@@ -103,13 +103,13 @@ type Node struct {
 	// MaxPendingConnections caps the connections whose request (headers
 	// and body) has not arrived whole, from every client address
 	// together; a new one over it resets the oldest pending connection of
-	// the address holding the most. Default 1024; >= 1; above
+	// the address holding the most. Default 2048; >= 1; above
 	// max_connections it acts as max_connections.
 	MaxPendingConnections int `yaml:"max_pending_connections"`
 	// MaxPendingPerIP caps one client address's pending connections (an
 	// IPv6 address counts by its /64); a new one over it resets that
 	// address's oldest if pending over PressureReadTimeout, else the new
-	// one. Default 256; >= 1; above max_pending_connections it acts as
+	// one. Default 1024; >= 1; above max_pending_connections it acts as
 	// that.
 	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
 	// PressureReadTimeout replaces ReadTimeout while more than half of

@@ -13,10 +13,14 @@ const (
 	// memory each.
 	DefaultMaxConns = 4096
 	// DefaultMaxPending bounds what slow senders can hold from every
-	// address together: about 25 MiB.
-	DefaultMaxPending = 1024
-	// DefaultMaxPendingPerIP is what one address can hold of DefaultMaxPending.
-	DefaultMaxPendingPerIP = 256
+	// address together: about 50 MiB.
+	DefaultMaxPending = 2048
+	// DefaultMaxPendingPerIP is what one address can hold of
+	// DefaultMaxPending: room for a NAT's burst of honest connections
+	// (2,000 opened at once from one address, on a loaded machine under
+	// the race detector, had up to 256 and more waiting on their clients,
+	// young, at once; 256 refused one of them).
+	DefaultMaxPendingPerIP = 1024
 	// DefaultPressureTimeout is a request's time to arrive whole once the
 	// listener is under pressure (more than MaxPending/2 pending): an
 	// honest client sends its headers in milliseconds, a 1 MiB body in

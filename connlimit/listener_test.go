@@ -163,3 +163,18 @@ func TestAddrKeyGroupsAnIPv6HostByItsPrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestListenerResetsAnAnswerPastWriteTimeout: an answer its client does
+// not read is dropped at WriteTimeout with a reset, counted once.
+func TestListenerResetsAnAnswerPastWriteTimeout(t *testing.T) {
+	big := make([]byte, 32<<20) // far beyond the socket buffers
+	srv := &http.Server{WriteTimeout: 200 * time.Millisecond, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(big)
+	})}
+	l := serve(t, Config{}, srv)
+	c := dialSend(t, l.Addr().String(), "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "the write timeout counted", func() bool { return l.Stats().Closed[ReasonWriteTimeout] == 1 })
+	if !wasReset(c) {
+		t.Fatal("the connection was not reset")
+	}
+}
