@@ -41,7 +41,7 @@ type ListenConfig struct {
 	// MaxPendingConnections caps the connections whose request has not
 	// arrived whole, from every address together; over it, the oldest of
 	// the address holding the most is reset. Default
-	// connlimit.DefaultMaxPending (2048).
+	// connlimit.DefaultMaxPending (3072).
 	MaxPendingConnections int
 	// MaxPendingPerIP caps one client address's pending connections; over
 	// it, that address's oldest is reset. Default

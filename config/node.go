@@ -100,17 +100,18 @@ type Node struct {
 	// none is idle; accepting never waits for room. Default 4096
 	// (connlimit.DefaultMaxConns); >= 1.
 	MaxConnections int `yaml:"max_connections"`
-	// MaxPendingConnections caps the connections whose request (headers
-	// and body) has not arrived whole, from every client address
-	// together; a new one over it resets the oldest pending connection of
-	// the address holding the most. Default 2048; >= 1; above
-	// max_connections it acts as max_connections.
+	// MaxPendingConnections caps the connections waiting on their client
+	// for the rest of a request (headers and body), from every client
+	// address together; a new one over it resets the oldest pending
+	// connection of the address holding the most (or is itself reset, when
+	// that address is its own and its oldest is younger than
+	// PressureReadTimeout). Default 3072; >= 1; above max_connections it
+	// acts as max_connections.
 	MaxPendingConnections int `yaml:"max_pending_connections"`
-	// MaxPendingPerIP caps one client address's pending connections (an
-	// IPv6 address counts by its /64); a new one over it resets that
-	// address's oldest if pending over PressureReadTimeout, else the new
-	// one. Default 1024; >= 1; above max_pending_connections it acts as
-	// that.
+	// MaxPendingPerIP is how many pending connections one client address
+	// (an IPv6 address by its /64) holds before each new one from it
+	// resets that address's oldest, if pending over PressureReadTimeout.
+	// Default 1024; >= 1; above max_pending_connections it acts as that.
 	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
 	// PressureReadTimeout replaces ReadTimeout while more than half of
 	// max_pending_connections are pending: a request not whole by then is

@@ -13,13 +13,12 @@ const (
 	// memory each.
 	DefaultMaxConns = 4096
 	// DefaultMaxPending bounds what slow senders can hold from every
-	// address together: about 50 MiB.
-	DefaultMaxPending = 2048
-	// DefaultMaxPendingPerIP is what one address can hold of
-	// DefaultMaxPending: room for a NAT's burst of honest connections
-	// (2,000 opened at once from one address, on a loaded machine under
-	// the race detector, had up to 256 and more waiting on their clients,
-	// young, at once; 256 refused one of them).
+	// address together, about 75 MiB, leaving room in DefaultMaxConns for
+	// a NAT's burst of honest connections: 2,000 opened at once from one
+	// address by a loaded client had over 1,024 waiting on it, young.
+	DefaultMaxPending = 3072
+	// DefaultMaxPendingPerIP is where an address's connections pending
+	// longer than the pressure timeout give way to its new ones.
 	DefaultMaxPendingPerIP = 1024
 	// DefaultPressureTimeout is a request's time to arrive whole once the
 	// listener is under pressure (more than MaxPending/2 pending): an
@@ -42,15 +41,18 @@ type Config struct {
 	// connection, or is refused (reset) when none is idle. Default
 	// DefaultMaxConns.
 	MaxConns int
-	// MaxPending caps the connections whose request has not arrived whole
-	// (headers and body), from every address together. A new one over it
-	// closes the oldest pending connection of the address holding the
-	// most. Default DefaultMaxPending; at most MaxConns.
+	// MaxPending caps the connections waiting on their client for the
+	// rest of a request (headers and body), from every address together.
+	// A new one over it closes the oldest pending connection of the
+	// address holding the most, or is refused when that is its own
+	// address's and younger than PressureTimeout. Default
+	// DefaultMaxPending; at most MaxConns.
 	MaxPending int
-	// MaxPendingPerIP caps the pending connections of one client address
-	// (an IPv6 address by its /64). A new one over it closes that
-	// address's oldest pending connection. Default
-	// DefaultMaxPendingPerIP; at most MaxPending.
+	// MaxPendingPerIP is how many pending connections of one client
+	// address (an IPv6 address by its /64) a new one from it may join
+	// before that address's oldest, if pending longer than
+	// PressureTimeout, is closed for it. Default DefaultMaxPendingPerIP;
+	// at most MaxPending.
 	MaxPendingPerIP int
 	// PressureTimeout is how long a request may take to arrive whole
 	// while more than MaxPending/2 connections are pending; past it the

@@ -17,17 +17,21 @@
 // blocked reading them, waiting on their client: 2,000 honest connections
 // opened at once from one address left up to 1,425 pending at once, their
 // requests unread in the kernel while the server caught up, and none of
-// that is the clients' doing. A new connection, or a pending one, may
-// close others, oldest first, as the table decides (table.go):
+// that is the clients' doing. Below, pending means those, waiting. A new
+// connection, or a pending one, may close others, oldest first, as the
+// table decides (table.go):
 //
 //   - an address at MaxPendingPerIP loses its oldest pending connection
-//     if that one is older than PressureTimeout, else the new one is
-//     refused (nginx limit_conn per address, HAProxy's src_conn_cur
-//     rules): one client's slow connections only ever displace its own,
-//     and a flood from it costs the node an accept and a reset each;
-//   - over MaxPending, the address holding the most pending connections
+//     if that one is older than PressureTimeout (nginx limit_conn per
+//     address, HAProxy's src_conn_cur rules): one client's slow
+//     connections are recycled for its own new ones;
+//   - at MaxPending, the address holding the most pending connections
 //     loses its oldest one: a client with one connection is never the
-//     victim of another's flood;
+//     victim of another's flood. When that address is the new
+//     connection's own and its oldest is young, the new one is refused
+//     instead: a young connection cannot be told from an honest one, and
+//     a refusal costs an accept and a reset where an exchange would cost
+//     a served connection's setup each time the flood dials again;
 //   - while more than MaxPending/2 connections are pending, one pending
 //     longer than PressureTimeout is closed (Envoy's overload manager,
 //     reduce_timeouts: shorter timeouts under pressure). An honest client

@@ -32,8 +32,12 @@ func New(ln net.Listener, cfg Config) *Listener {
 
 // Serve serves srv on l until srv is shut down, as srv.Serve(l) does,
 // after hooking srv's ConnState, ConnContext and Handler to the table
-// (any hooks srv had are replaced, its handler wrapped).
+// (any hooks srv had are replaced, its handler wrapped). srv.Handler is
+// required: nothing here falls back to http.DefaultServeMux.
 func (l *Listener) Serve(srv *http.Server) error {
+	if srv.Handler == nil {
+		return errors.New("connlimit: Serve needs srv.Handler")
+	}
 	srv.ConnState = l.connState
 	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		return context.WithValue(ctx, connKey{}, c)

@@ -13,12 +13,13 @@ type Reason int
 
 const (
 	// ReasonPendingPerIP: its address held MaxPendingPerIP pending
-	// connections: it was the oldest of them, pending longer than
-	// PressureTimeout, or, none being that old, the new one.
+	// connections, and it was the oldest, pending longer than
+	// PressureTimeout.
 	ReasonPendingPerIP Reason = iota
-	// ReasonPendingCap: more than MaxPending were pending (or MaxConns
-	// open, none of them idle), and it was the oldest pending connection
-	// of the address holding the most.
+	// ReasonPendingCap: MaxPending were waiting (or MaxConns open, none of
+	// them idle), and it was the oldest pending connection of the address
+	// holding the most, or a new one from that address while its oldest
+	// was young.
 	ReasonPendingCap
 	// ReasonPressureTimeout: pending longer than PressureTimeout while
 	// more than MaxPending/2 were pending.

@@ -85,13 +85,14 @@ func newTable(cfg Config) *table {
 func (t *table) open() int { return t.pending.Len() + t.idle.Len() + t.active }
 
 // add admits a new connection from key as pending, or refuses it for
-// why: its address is at MaxPendingPerIP with none of them old enough to
-// give way, or MaxConns are open and every one of them is active.
+// why: MaxPending are waiting, most of them key's and young
+// (ReasonPendingCap), or MaxConns are open and every one of them is
+// active (ReasonRefused).
 func (t *table) add(e *entry, key netip.Addr, now time.Time) (vs []victim, admitted bool, why Reason) {
 	e.key = key
 	vs = t.sweep(nil, now)
 	if vs, admitted = t.makeRoomFor(vs, key, now); !admitted {
-		return vs, false, ReasonPendingPerIP
+		return vs, false, ReasonPendingCap
 	}
 	if t.open() >= t.cfg.MaxConns {
 		switch {
@@ -117,28 +118,35 @@ func (t *table) arrived(e *entry, now time.Time) []victim {
 	vs, ok := t.makeRoomFor(t.sweep(nil, now), e.key, now)
 	if !ok {
 		e.set(stateGone, now)
-		return append(vs, victim{e, ReasonPendingPerIP})
+		return append(vs, victim{e, ReasonPendingCap})
 	}
 	return t.makePending(vs, e, now)
 }
 
-// makeRoomFor makes room for one more pending connection from key under
-// MaxPendingPerIP: the address's oldest gives way if it has been pending
+// makeRoomFor makes room for one more pending connection from key. An
+// address at MaxPendingPerIP gives way its oldest if that has been pending
 // longer than PressureTimeout (no honest client takes that long to send
-// its headers). Otherwise there is none: refusing the new connection costs
-// the node an accept and a reset, where admitting it in exchange for a
-// young one would cost a served connection's setup each time the same
-// client dialled again.
+// its headers). Over MaxPending, the address holding the most gives way
+// its oldest; when that is key's own and young, the new connection is
+// refused instead: a young connection cannot be told from an honest one
+// (2,000 app servers behind one NAT address, opened at once by a loaded
+// client, had over 1,024 waiting young), and refusing costs the node an
+// accept and a reset where an exchange would cost a served connection's
+// setup each time the same client dialled again.
 func (t *table) makeRoomFor(vs []victim, key netip.Addr, now time.Time) ([]victim, bool) {
-	a := t.addrs[key]
-	if a == nil || a.waiting < t.cfg.MaxPendingPerIP {
+	if a := t.addrs[key]; a != nil && a.waiting >= t.cfg.MaxPendingPerIP {
+		if old := oldestWaiting(&a.pending); old != nil && now.Sub(old.since) > t.cfg.PressureTimeout {
+			vs = t.evict(vs, old, ReasonPendingPerIP)
+		}
+	}
+	if t.waiting < t.cfg.MaxPending {
 		return vs, true
 	}
-	oldest := oldestWaiting(&a.pending)
-	if oldest == nil || now.Sub(oldest.since) <= t.cfg.PressureTimeout {
+	v := t.heaviestOldest()
+	if v.key == key && now.Sub(v.since) <= t.cfg.PressureTimeout {
 		return vs, false
 	}
-	return t.evict(vs, oldest, ReasonPendingPerIP), true
+	return t.evict(vs, v, ReasonPendingCap), true
 }
 
 // oldestWaiting is the first waiting entry of l (a list of entries,
@@ -195,8 +203,7 @@ func (t *table) remove(e *entry) {
 	e.set(stateGone, e.since)
 }
 
-// makePending links e as pending (makeRoomFor has made room under its
-// address's bound) and applies every address's bound, MaxPending: e is
+// makePending links e as pending, once makeRoomFor has made room: e is
 // not waiting yet, but will be once read.
 func (t *table) makePending(vs []victim, e *entry, now time.Time) []victim {
 	e.set(statePending, now)
@@ -208,11 +215,6 @@ func (t *table) makePending(vs []victim, e *entry, now time.Time) []victim {
 		heap.Push(&t.heavy, a)
 	}
 	e.inAddr = a.pending.PushBack(e)
-	if t.waiting >= t.cfg.MaxPending {
-		if v := t.heaviestOldest(); v != nil {
-			vs = t.evict(vs, v, ReasonPendingCap)
-		}
-	}
 	return vs
 }
 

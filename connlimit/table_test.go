@@ -36,15 +36,19 @@ func TestTableClosesTheRightConnections(t *testing.T) {
 			{"add", "a1", 0, nil}, {"add", "a2", 500, nil}, {"add", "b1", 600, nil},
 			{"add", "a3", 1500, []string{"a1:pending-per-ip"}},
 		}},
-		{"an address at its cap with only young ones has the new one refused", nil, []step{
+		{"an address at its cap with only young ones still admits the new one (an honest burst)", nil, []step{
 			{"add", "a1", 0, nil}, {"add", "a2", 100, nil},
-			{"add", "a3", 900, []string{"refused:pending-per-ip"}},
-			{"add", "b1", 900, nil},
+			{"add", "a3", 900, nil}, {"add", "b1", 900, nil},
 		}},
-		{"connections whose requests the server has not read yet do not count against their address", nil, []step{
+		{"connections whose requests the server has not read yet do not count", func(c *Config) { c.MaxPending, c.MaxPendingPerIP = 2, 2 }, []step{
 			{"add", "a1", 0, nil}, {"unread", "a1", 0, nil}, {"add", "a2", 0, nil}, {"unread", "a2", 0, nil},
 			{"add", "a3", 100, nil}, {"add", "a4", 100, nil},
-			{"add", "a5", 200, []string{"refused:pending-per-ip"}},
+			{"add", "a5", 200, []string{"refused:pending-cap"}},
+		}},
+		{"over the node's pending cap the heaviest address's own young flood is refused", func(c *Config) { c.MaxPending, c.MaxPendingPerIP = 3, 3 }, []step{
+			{"add", "a1", 0, nil}, {"add", "a2", 10, nil}, {"add", "a3", 20, nil},
+			{"add", "a4", 100, []string{"refused:pending-cap"}},
+			{"add", "b1", 100, []string{"a1:pending-cap"}},
 		}},
 		{"a received request frees its address's room", nil, []step{
 			{"add", "a1", 0, nil}, {"add", "a2", 0, nil}, {"receive", "a1", 10, nil},
@@ -84,10 +88,15 @@ func TestTableClosesTheRightConnections(t *testing.T) {
 			{"add", "a2", 10, nil}, {"add", "a3", 20, nil},
 			{"arrive", "a1", 1500, []string{"a2:pending-per-ip"}},
 		}},
-		{"an idle connection whose next request finds its address full of young ones is closed", nil, []step{
+		{"an idle connection whose next request finds its address full of young ones goes on", nil, []step{
 			{"add", "a1", 0, nil}, {"receive", "a1", 1, nil}, {"idle", "a1", 2, nil},
 			{"add", "a2", 10, nil}, {"add", "a3", 20, nil},
-			{"arrive", "a1", 500, []string{"a1:pending-per-ip"}},
+			{"arrive", "a1", 500, nil},
+		}},
+		{"an idle connection whose next request finds the node's pending cap full of its address's young ones is closed", func(c *Config) { c.MaxPending = 2 }, []step{
+			{"add", "a1", 0, nil}, {"receive", "a1", 1, nil}, {"idle", "a1", 2, nil},
+			{"add", "a2", 10, nil}, {"add", "a3", 20, nil},
+			{"arrive", "a1", 500, []string{"a1:pending-cap"}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

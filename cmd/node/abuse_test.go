@@ -51,6 +51,11 @@ func TestSlowClientsLeaveTheNodeServing(t *testing.T) {
 			if tc.skipInShort && testing.Short() {
 				t.Skip("20 s with 10,000 connections; -short")
 			}
+			if tc.skipInShort && raceEnabled && os.Getenv("LEVEE_BIN") == "" {
+				// The race detector slows node and abusers alike several
+				// times over: the answer times it measures are its own.
+				t.Skip("10,000 abusers against a race-instrumented node; run `make abuse` (the built binary)")
+			}
 			raiseFileLimit(t, tc.trickle+tc.slowBody+1000)
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Cache-Control", "max-age=120")
@@ -65,6 +70,7 @@ func TestSlowClientsLeaveTheNodeServing(t *testing.T) {
 				t.Fatalf("priming the hit: %v (%v)", err, d)
 			}
 
+			held := time.Now()
 			ctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
 			defer stop()
 			ab := abuse(ctx, node.addr, tc.trickle, tc.slowBody)
@@ -74,11 +80,15 @@ func TestSlowClientsLeaveTheNodeServing(t *testing.T) {
 			<-ctx.Done()
 			ab.wait()
 			most := <-rss
-			maxRSS, held := most[0], most[1]
+			maxRSS, open := most[0], most[1]
 			closed := node.closedByReason(t, ordinary)
 
 			t.Logf("%s: ordinary GETs (20 misses, 20 hits) p50 %v max %v; abusive connections open at most %d, dialled %d; node RSS max %.1f MB; closed by the limits %v",
-				tc.name, quantile(times, 0.5), quantile(times, 1), held, ab.dialled.Load(), float64(maxRSS)/(1<<20), closed)
+				tc.name, quantile(times, 0.5), quantile(times, 1), open, ab.dialled.Load(), float64(maxRSS)/(1<<20), closed)
+			// One line a second at most, while the limits act.
+			if lines, most := node.limitLines.Load(), int64(time.Since(held)/time.Second)+2; lines == 0 || lines > most {
+				t.Errorf("the node logged %d connection-limit lines in %v; want 1 to %d", lines, time.Since(held), most)
+			}
 			for i, d := range times {
 				if d > 2*time.Second {
 					t.Errorf("ordinary GET %d took %v (> 2 s)", i, d)
@@ -116,6 +126,8 @@ func raiseFileLimit(t *testing.T, n int) {
 type nodeProcess struct {
 	addr string
 	pid  int
+	// limitLines counts the node's "connection limits" log lines.
+	limitLines atomic.Int64
 }
 
 // startNodeProcess runs a single node with the default node.* limits in
@@ -151,6 +163,7 @@ routes:
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	n := &nodeProcess{}
 	addr := make(chan string, 1)
 	logged := make(chan struct{})
 	go func() { // reads the node's log to its end: "node started" names the port
@@ -161,8 +174,10 @@ routes:
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "node started" {
 				addr <- line.HTTP
 			}
-			if strings.Contains(sc.Text(), "connection limits") && testing.Verbose() {
-				t.Log("node: " + sc.Text())
+			if strings.Contains(sc.Text(), "connection limits") {
+				if n.limitLines.Add(1) <= 2 {
+					t.Log("node: " + sc.Text())
+				}
 			}
 		}
 	}()
@@ -173,7 +188,8 @@ routes:
 	})
 	select {
 	case a := <-addr:
-		return &nodeProcess{addr: a, pid: cmd.Process.Pid}
+		n.addr, n.pid = a, cmd.Process.Pid
+		return n
 	case <-time.After(30 * time.Second):
 		t.Fatal("the node did not start within 30 s")
 		return nil
@@ -366,4 +382,72 @@ func (a *abusers) one(ctx context.Context, addr, first string) {
 		c = nc
 		a.held.Add(1)
 	}
+}
+
+// TestTwoThousandKeepAliveConnectionsFromOneAddressReachTheNode: app
+// servers behind one NAT address open 2,000 keep-alive connections to a
+// node process at once, with the default limits; each is served twice
+// and none is refused or closed in between.
+func TestTwoThousandKeepAliveConnectionsFromOneAddressReachTheNode(t *testing.T) {
+	const n = 2000
+	raiseFileLimit(t, 2*n+1000)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "max-age=120")
+		io.WriteString(w, "answer for "+r.URL.Path)
+	}))
+	defer up.Close()
+	node := startNodeProcess(t, up.URL)
+	conns := make([]net.Conn, n)
+	readers := make([]*bufio.Reader, n)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for round := range 2 {
+		var failed atomic.Int64
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				if round == 0 {
+					c, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}}).Dial("tcp", node.addr)
+					if err != nil {
+						t.Errorf("connection %d: %v", i, err)
+						failed.Add(1)
+						return
+					}
+					conns[i], readers[i] = c, bufio.NewReader(c)
+				}
+				if err := keepAliveGet(conns[i], readers[i], i%50); err != nil {
+					if failed.Add(1) <= 3 {
+						t.Errorf("round %d, connection %d: %v", round, i, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if f := failed.Load(); f > 0 {
+			t.Fatalf("round %d: %d of %d connections failed", round, f, n)
+		}
+	}
+}
+
+// keepAliveGet sends a GET on c and reads its 200, within 15 s.
+func keepAliveGet(c net.Conn, r *bufio.Reader, key int) error {
+	c.SetDeadline(time.Now().Add(15 * time.Second))
+	if _, err := fmt.Fprintf(c, "GET /comments/nat-%d HTTP/1.1\r\nHost: levee\r\n\r\n", key); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
 }
