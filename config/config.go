@@ -337,21 +337,24 @@ func Default() *Config {
 	name := defaultNodeName()
 	return &Config{
 		Node: Node{
-			Name:                  name,
-			HTTP:                  "127.0.0.1:8080",
-			DataDir:               dataDirFor(name),
-			ShutdownTimeout:       Duration(10 * time.Second),
-			LogLevel:              "info",
-			AccessLog:             "off",
-			MaxHeaderBytes:        32 << 10,
-			MaxRequestBody:        1 << 20,
-			ReadTimeout:           Duration(10 * time.Second),
-			WriteTimeout:          Duration(40 * time.Second),
-			IdleTimeout:           Duration(2 * time.Minute),
+			Name:            name,
+			HTTP:            "127.0.0.1:8080",
+			DataDir:         dataDirFor(name),
+			ShutdownTimeout: Duration(10 * time.Second),
+			LogLevel:        "info",
+			AccessLog:       "off",
+			MaxHeaderBytes:  32 << 10,
+			MaxRequestBody:  1 << 20,
+			ReadTimeout:     Duration(10 * time.Second),
+			WriteTimeout:    Duration(40 * time.Second),
+			IdleTimeout:     Duration(2 * time.Minute),
+
+			// The connection bounds are connlimit's, which enforces them.
 			MaxConnections:        connlimit.DefaultMaxConns,
 			MaxPendingConnections: connlimit.DefaultMaxPending,
 			MaxPendingPerIP:       connlimit.DefaultMaxPendingPerIP,
 			PressureReadTimeout:   Duration(connlimit.DefaultPressureTimeout),
+
 			// A cap that never binds protects nothing: the reference load
 			// (1,000 requests a minute, a 20 s budget) keeps well under it.
 			MaxInflightFetches: 512,
