@@ -34,18 +34,21 @@ type ListenConfig struct {
 	// 2m.
 	IdleTimeout time.Duration
 	// MaxConnections caps the connections open at once. A new one over
-	// it closes the oldest idle keep-alive connection, or is reset when
-	// none is idle; accepting never waits. Default
+	// it closes the oldest idle keep-alive connection, else the oldest
+	// pending one of the address holding the most, and is reset only when
+	// every one is active; accepting never waits. Default
 	// connlimit.DefaultMaxConns (4096).
 	MaxConnections int
-	// MaxPendingConnections caps the connections whose request has not
-	// arrived whole, from every address together; over it, the oldest of
-	// the address holding the most is reset. Default
+	// MaxPendingConnections caps the connections waiting on their client
+	// for the rest of a request, from every address together; over it,
+	// the oldest of the address holding the most is reset (or the new
+	// one, from that address, while its oldest is young). Default
 	// connlimit.DefaultMaxPending (3072).
 	MaxPendingConnections int
-	// MaxPendingPerIP caps one client address's pending connections; over
-	// it, that address's oldest is reset. Default
-	// connlimit.DefaultMaxPendingPerIP (1024).
+	// MaxPendingPerIP is how many pending connections one address holds
+	// before each new one from it resets its oldest, if pending over
+	// PressureReadTimeout. Default connlimit.DefaultMaxPendingPerIP
+	// (1024).
 	MaxPendingPerIP int
 	// PressureReadTimeout replaces ReadTimeout (when shorter) while more
 	// than half of MaxPendingConnections are pending. Default
