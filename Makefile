@@ -64,6 +64,14 @@ bench:
 bench-compare:
 	./scripts/bench-compare.sh
 
+# Issue 24's slow-client scenario (1,800 then 10,000 slowloris connections
+# from 127.0.0.1 for 20 s each, ordinary GETs from 127.0.0.2 within 2 s,
+# RSS under 200 MB) against the built binary; `make test` runs the 1,800
+# case against a race-instrumented node. About 45 s.
+.PHONY: abuse
+abuse: build
+	LEVEE_BIN=$(CURDIR)/$(BIN)/levee $(GO) test -count=1 -run TestSlowClientsLeaveTheNodeServing -v ./cmd/node/
+
 clean:
 	rm -rf $(BIN) data
 

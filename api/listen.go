@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
+	"github.com/levee/levee/connlimit"
 )
 
 // ListenConfig bounds what one client can cost the listener: a slow
@@ -33,16 +33,35 @@ type ListenConfig struct {
 	// IdleTimeout closes a keep-alive connection idle this long. Default
 	// 2m.
 	IdleTimeout time.Duration
-	// MaxConnections caps the connections open at once; more wait in the
-	// kernel's listen backlog until one closes (idle keep-alive
-	// connections count too, until IdleTimeout closes them). Default 1024.
+	// MaxConnections caps the connections open at once. A new one over
+	// it closes the oldest idle keep-alive connection, else the oldest
+	// pending one of the address holding the most, and is reset only when
+	// every one is active; accepting never waits. Default
+	// connlimit.DefaultMaxConns (4096).
 	MaxConnections int
+	// MaxPendingConnections caps the connections waiting on their client
+	// for the rest of a request, from every address together; over it,
+	// the oldest of the address holding the most is reset (or the new
+	// one, from that address, while its oldest is young). Default
+	// connlimit.DefaultMaxPending (3072).
+	MaxPendingConnections int
+	// MaxPendingPerIP is how many pending connections one address holds
+	// before each new one from it resets its oldest, if pending over
+	// PressureReadTimeout. Default connlimit.DefaultMaxPendingPerIP
+	// (1024).
+	MaxPendingPerIP int
+	// PressureReadTimeout replaces ReadTimeout (when shorter) while more
+	// than half of MaxPendingConnections are pending. Default
+	// connlimit.DefaultPressureTimeout (2s).
+	PressureReadTimeout time.Duration
 }
 
 // DefaultListenConfig returns the listener's defaults, node.*'s defaults.
 func DefaultListenConfig() ListenConfig {
 	return ListenConfig{MaxHeaderBytes: http.DefaultMaxHeaderBytes, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxConnections: 1024}
+		WriteTimeout: 40 * time.Second, IdleTimeout: 2 * time.Minute, MaxConnections: connlimit.DefaultMaxConns,
+		MaxPendingConnections: connlimit.DefaultMaxPending, MaxPendingPerIP: connlimit.DefaultMaxPendingPerIP,
+		PressureReadTimeout: connlimit.DefaultPressureTimeout}
 }
 
 func (lc ListenConfig) withDefaults() ListenConfig {
@@ -52,6 +71,9 @@ func (lc ListenConfig) withDefaults() ListenConfig {
 	lc.WriteTimeout = orDefault(lc.WriteTimeout, d.WriteTimeout)
 	lc.IdleTimeout = orDefault(lc.IdleTimeout, d.IdleTimeout)
 	lc.MaxConnections = orDefault(lc.MaxConnections, d.MaxConnections)
+	lc.MaxPendingConnections = orDefault(lc.MaxPendingConnections, d.MaxPendingConnections)
+	lc.MaxPendingPerIP = orDefault(lc.MaxPendingPerIP, d.MaxPendingPerIP)
+	lc.PressureReadTimeout = orDefault(lc.PressureReadTimeout, d.PressureReadTimeout)
 	return lc
 }
 
@@ -64,7 +86,7 @@ func orDefault[T int | time.Duration](v, def T) T {
 
 // Listener is a Server bound to an address and serving on it.
 type Listener struct {
-	ln  net.Listener
+	ln  *connlimit.Listener
 	srv *http.Server
 	wg  sync.WaitGroup
 	log *slog.Logger
@@ -89,11 +111,13 @@ func (s *Server) ListenAdmin(addr string, lc ListenConfig) (*Listener, error) {
 
 func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem string) (*Listener, error) {
 	lc = lc.withDefaults()
-	ln, err := net.Listen("tcp", addr)
+	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	log := s.cfg.Logger.With("subsystem", subsystem)
+	ln := connlimit.New(raw, connlimit.Config{MaxConns: lc.MaxConnections, MaxPending: lc.MaxPendingConnections,
+		MaxPendingPerIP: lc.MaxPendingPerIP, PressureTimeout: min(lc.PressureReadTimeout, lc.ReadTimeout), Logger: log})
 	l := &Listener{ln: ln, log: log, srv: &http.Server{
 		Handler: h,
 		// ReadTimeout covers the headers too (ReadHeaderTimeout unset). It
@@ -105,14 +129,18 @@ func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem 
 		MaxHeaderBytes: lc.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}}
-	limited := netutil.LimitListener(ln, lc.MaxConnections)
 	l.wg.Go(func() {
-		if err := l.srv.Serve(limited); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := ln.Serve(l.srv); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			l.log.Error("http server stopped", "err", err)
 		}
 	})
 	return l, nil
 }
+
+// Conns reports the listener's connections by state and those its limits
+// closed, by reason (levee_http_connections and
+// levee_http_connections_closed_total).
+func (l *Listener) Conns() connlimit.Stats { return l.ln.Stats() }
 
 // Addr is the bound address.
 func (l *Listener) Addr() string { return l.ln.Addr().String() }

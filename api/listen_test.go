@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/levee/levee/connlimit"
 )
 
 // TestListenServesUntilShutdown: Listen binds a free port, serves the
@@ -124,27 +127,83 @@ func TestListenerCutsOffSlowReaders(t *testing.T) {
 	}
 }
 
-// TestListenerCapsConnections: with max_connections open, the next
-// connection is not served until one of them closes.
-func TestListenerCapsConnections(t *testing.T) {
+// TestListenerCapsConnectionsWithoutWaiting: at max_connections a new
+// connection never waits in the backlog: it takes the place of the oldest
+// idle keep-alive connection, and is reset when every one is being served.
+func TestListenerCapsConnectionsWithoutWaiting(t *testing.T) {
+	release := make(chan struct{})
 	s := newTestServer(t, &fakeEngine{resp: okResponse()}, nil)
-	addr := listenFor(t, s, ListenConfig{MaxConnections: 2, ReadTimeout: 10 * time.Second})
-	held := []net.Conn{dial(t, addr, ""), dial(t, addr, "")}
-	req := "GET /-/healthz HTTP/1.1\r\nHost: levee\r\n\r\n"
-	third := dial(t, addr, req)
-	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	if _, err := third.Read(make([]byte, 1)); err == nil {
-		t.Fatal("a third connection was served while max_connections (2) were open")
-	}
-	held[0].Close()
-	third.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(third), nil)
+	s.Handle("/-/hold", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	l, err := s.Listen("127.0.0.1:0", ListenConfig{MaxConnections: 2})
 	if err != nil {
-		t.Fatalf("the third connection after one closed: %v", err)
+		t.Fatal(err)
 	}
+	defer l.Shutdown(context.Background())
+	defer close(release) // before Shutdown, which waits for the held requests
+	healthz := "GET /-/healthz HTTP/1.1\r\nHost: levee\r\n\r\n"
+	idle := dial(t, l.Addr(), healthz)
+	if status(t, idle) != http.StatusOK {
+		t.Fatal("healthz on the first connection")
+	}
+	dial(t, l.Addr(), "GET /-/hold HTTP/1.1\r\nHost: levee\r\n\r\n")
+	waitConns(t, l, func(s connlimit.Stats) bool { return s.Active == 1 && s.Idle == 1 })
+	if third := dial(t, l.Addr(), healthz); status(t, third) != http.StatusOK {
+		t.Fatal("a third connection was not served in place of the idle one")
+	}
+	if !closedWithin(idle, 5*time.Second) {
+		t.Fatal("the idle connection was kept")
+	}
+	dial(t, l.Addr(), "GET /-/hold HTTP/1.1\r\nHost: levee\r\n\r\n")
+	waitConns(t, l, func(s connlimit.Stats) bool { return s.Active == 2 })
+	if !resetOnArrival(l.Addr(), healthz) {
+		t.Fatal("a connection over max_connections, every one active, was not reset")
+	}
+}
+
+// resetOnArrival reports whether a connection to addr that sends what is
+// reset, at once or within 5 s.
+func resetOnArrival(addr, what string) bool {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return errors.Is(err, syscall.ECONNRESET)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, what); err != nil {
+		return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	}
+	return wasReset(c)
+}
+
+// status reads one answer from c and returns its status (0 when none
+// came within 5 s).
+func status(t *testing.T, c net.Conn) int {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Logf("no answer: %v", err)
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("healthz = %d", resp.StatusCode)
+	return resp.StatusCode
+}
+
+// wasReset reports whether the server reset c within 5 s.
+func wasReset(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	return errors.Is(err, syscall.ECONNRESET)
+}
+
+// waitConns polls l's connection counts until ok holds, for up to 10 s.
+func waitConns(t *testing.T, l *Listener, ok func(connlimit.Stats) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(l.Conns()); {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s the listener holds %+v", l.Conns())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee/levee/connlimit"
 	"github.com/levee/levee/replica"
 )
 
@@ -357,7 +358,13 @@ func Default() *Config {
 			ReadTimeout:     Duration(10 * time.Second),
 			WriteTimeout:    Duration(40 * time.Second),
 			IdleTimeout:     Duration(2 * time.Minute),
-			MaxConnections:  1024,
+
+			// The connection bounds are connlimit's, which enforces them.
+			MaxConnections:        connlimit.DefaultMaxConns,
+			MaxPendingConnections: connlimit.DefaultMaxPending,
+			MaxPendingPerIP:       connlimit.DefaultMaxPendingPerIP,
+			PressureReadTimeout:   Duration(connlimit.DefaultPressureTimeout),
+
 			// A cap that never binds protects nothing: the reference load
 			// (1,000 requests a minute, a 20 s budget) keeps well under it.
 			MaxInflightFetches: 512,

@@ -97,10 +97,30 @@ type Node struct {
 	// IdleTimeout closes a keep-alive connection idle this long. Default
 	// 2m; > 0.
 	IdleTimeout Duration `yaml:"idle_timeout"`
-	// MaxConnections caps the connections open on node.http at once, app
-	// servers', peers' and admin callers' together; more wait in the
-	// listen backlog until one closes. Default 1024; >= 1.
+	// MaxConnections caps the connections open on node.http at once (and
+	// on node.admin, apart), whatever their state. A new connection over
+	// it closes the oldest idle keep-alive connection, or is reset when
+	// none is idle; accepting never waits for room. Default 4096
+	// (connlimit.DefaultMaxConns); >= 1.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxPendingConnections caps the connections waiting on their client
+	// for the rest of a request (headers and body), from every client
+	// address together; a new one over it resets the oldest pending
+	// connection of the address holding the most (or is itself reset, when
+	// that address is its own and its oldest is younger than
+	// PressureReadTimeout). Default 3072; >= 1; above max_connections it
+	// acts as max_connections.
+	MaxPendingConnections int `yaml:"max_pending_connections"`
+	// MaxPendingPerIP is how many pending connections one client address
+	// (an IPv6 address by its /64) holds before each new one from it
+	// resets that address's oldest, if pending over PressureReadTimeout.
+	// Default 1024; >= 1; above max_pending_connections it acts as that.
+	MaxPendingPerIP int `yaml:"max_pending_per_ip"`
+	// PressureReadTimeout replaces ReadTimeout while more than half of
+	// max_pending_connections are pending: a request not whole by then is
+	// reset, oldest first. Default 2s; >= MinReadTimeout (1s); above read_timeout it acts as
+	// read_timeout.
+	PressureReadTimeout Duration `yaml:"pressure_read_timeout"`
 	// MaxInflightFetches caps the upstream fetches (logical calls, retries
 	// and their waits included) in flight on this node, counting
 	// background refreshes and fetches whose client went away; a fetch

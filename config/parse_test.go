@@ -79,7 +79,8 @@ func referenceDefaults(name string) Config {
 			Name: name, HTTP: "127.0.0.1:8080", DataDir: "./data/" + name,
 			ShutdownTimeout: Duration(10 * time.Second), LogLevel: "info", AccessLog: "off", MaxHeaderBytes: 32768, MaxRequestBody: 1048576,
 			ReadTimeout: Duration(10 * time.Second), WriteTimeout: Duration(40 * time.Second), IdleTimeout: Duration(2 * time.Minute),
-			MaxConnections: 1024, MaxInflightFetches: 512,
+			MaxConnections: 4096, MaxPendingConnections: 3072, MaxPendingPerIP: 1024, PressureReadTimeout: Duration(2 * time.Second),
+			MaxInflightFetches: 512,
 		},
 		Cluster: Cluster{
 			Partitions: 271, LoadFactor: 1.25, Replication: 1,

@@ -17,7 +17,8 @@ func TestSettableKeys(t *testing.T) {
 		"cluster.rejoin_interval", "cluster.replication", "cluster.secret", "cluster.stabilization_time", "cluster.tls.ca", "cluster.tls.cert", "cluster.tls.key", "cluster.trusted_secrets",
 		"node.access_log", "node.admin", "node.advertise", "node.bootstrap_expect", "node.data_dir", "node.drain_delay", "node.gc_percent", "node.gossip", "node.http", "node.idle_timeout",
 		"node.join", "node.leave_on_terminate", "node.log_level", "node.max_connections", "node.max_header_bytes",
-		"node.max_inflight_fetches", "node.max_request_body", "node.memory_limit", "node.name", "node.raft", "node.read_timeout",
+		"node.max_inflight_fetches", "node.max_pending_connections", "node.max_pending_per_ip", "node.max_request_body", "node.memory_limit", "node.name",
+		"node.pressure_read_timeout", "node.raft", "node.read_timeout",
 		"node.shutdown_timeout", "node.write_timeout",
 	}
 	got := SettableKeys()

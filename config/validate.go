@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/cachefile"
+	"github.com/levee/levee/connlimit"
 	"github.com/levee/levee/ring"
 )
 
@@ -84,7 +85,7 @@ func (v *validator) node(n *Node) {
 	v.positiveSize("node.max_request_body", n.MaxRequestBody)
 	v.check(n.ReadTimeout >= MinReadTimeout, "node.read_timeout", fmt.Sprintf("must be >= %v", MinReadTimeout))
 	v.positive("node.idle_timeout", n.IdleTimeout)
-	v.atLeast("node.max_connections", n.MaxConnections, 1)
+	v.connections(n)
 	v.atLeast("node.max_inflight_fetches", n.MaxInflightFetches, 1)
 }
 
@@ -107,6 +108,20 @@ const MinReadTimeout = Duration(time.Second)
 // node with no peers). memberlist's own fastest loop, gossip, runs every
 // 200ms on a LAN.
 const MinRejoinInterval = Duration(100 * time.Millisecond)
+
+// connections checks the app listener's connection bounds with the one
+// connlimit, which enforces them, exports. A pending bound above the one
+// it is a share of, or a pressure_read_timeout above read_timeout, is not
+// refused: it acts as that one (connlimit clamps it), so setting
+// max_connections: 64 or read_timeout: 1s alone stays valid.
+func (v *validator) connections(n *Node) {
+	v.atLeast("node.max_connections", n.MaxConnections, connlimit.MinLimit)
+	v.atLeast("node.max_pending_connections", n.MaxPendingConnections, connlimit.MinLimit)
+	v.atLeast("node.max_pending_per_ip", n.MaxPendingPerIP, connlimit.MinLimit)
+	// The pressure timeout replaces read_timeout for every connection while
+	// the node is under pressure: MinReadTimeout's reason holds for it too.
+	v.check(n.PressureReadTimeout >= MinReadTimeout, "node.pressure_read_timeout", fmt.Sprintf("must be >= %v", MinReadTimeout))
+}
 
 // writeMargin is how much longer than reading a request and serving it
 // (at most cluster.forward_timeout, which exceeds every route's budget)

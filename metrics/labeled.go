@@ -25,19 +25,28 @@ type Sample struct {
 // SamplesGaugeFunc registers a gauge with labels whose samples fn returns
 // at each scrape, such as the job queue's depth by host and state.
 func (m *Metrics) SamplesGaugeFunc(name, help string, labels []string, fn func() []Sample) {
-	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn})
+	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn, typ: prometheus.GaugeValue})
 	m.names.add(name, TypeGauge)
 }
 
+// SamplesCounterFunc registers a counter with labels whose samples fn
+// returns at each scrape, read from monotonic sources.
+func (m *Metrics) SamplesCounterFunc(name, help string, labels []string, fn func() []Sample) {
+	m.reg.MustRegister(&labeledGauge{desc: prometheus.NewDesc(name, help, labels, nil), fn: fn, typ: prometheus.CounterValue})
+	m.names.add(name, TypeCounter)
+}
+
+// labeledGauge is a gauge or a counter (typ) read at scrape time.
 type labeledGauge struct {
 	desc *prometheus.Desc
 	fn   func() []Sample
+	typ  prometheus.ValueType
 }
 
 func (g *labeledGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 
 func (g *labeledGauge) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range g.fn() {
-		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, s.Value, s.Labels...)
+		ch <- prometheus.MustNewConstMetric(g.desc, g.typ, s.Value, s.Labels...)
 	}
 }

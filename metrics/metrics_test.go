@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
@@ -104,4 +105,26 @@ func scrape(t *testing.T, m *Metrics) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestConnGaugesExportListenersByStateAndReason: the connection series
+// carry each listener's counts by state and its closes by reason.
+func TestConnGaugesExportListenersByStateAndReason(t *testing.T) {
+	m := New()
+	m.ConnGauges(func() []ConnStats {
+		return []ConnStats{{Listener: "http", Pending: 3, Active: 2, Idle: 1, Closed: map[string]uint64{"refused": 7}}}
+	})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{
+		`levee_http_connections{listener="http",state="pending"} 3`,
+		`levee_http_connections{listener="http",state="active"} 2`,
+		`levee_http_connections{listener="http",state="idle"} 1`,
+		`levee_http_connections_closed_total{listener="http",reason="refused"} 7`,
+		"# TYPE levee_http_connections_closed_total counter",
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
 }

@@ -39,3 +39,36 @@ func (m *Metrics) UpstreamGauges(inflight, share func() int) {
 	m.GaugeFunc("levee_upstream_share_members", "Live members the cluster-wide upstream caps (hosts:, upstream.max_inflight) are divided among: this node applies 1/N of each.",
 		func() float64 { return float64(share()) })
 }
+
+// ConnStats is what the connection series read of one HTTP listener
+// (connlimit.Stats, with the listener's name and the reasons by label).
+type ConnStats struct {
+	Listener              string // http (node.http) or admin (node.admin)
+	Pending, Active, Idle int
+	Closed                map[string]uint64 // by reason
+}
+
+// ConnGauges registers the HTTP listeners' series: connections open by
+// state, and those the listener's limits and timeouts closed, by reason.
+func (m *Metrics) ConnGauges(stats func() []ConnStats) {
+	m.SamplesGaugeFunc("levee_http_connections", "Connections open on the node's HTTP listeners (node.http, node.admin), by state: pending (its request not yet arrived whole), active (being served), idle (keep-alive, between requests).",
+		[]string{"listener", "state"}, func() []Sample {
+			var out []Sample
+			for _, s := range stats() {
+				out = append(out, Sample{Labels: []string{s.Listener, "pending"}, Value: float64(s.Pending)},
+					Sample{Labels: []string{s.Listener, "active"}, Value: float64(s.Active)},
+					Sample{Labels: []string{s.Listener, "idle"}, Value: float64(s.Idle)})
+			}
+			return out
+		})
+	m.SamplesCounterFunc("levee_http_connections_closed_total", "Connections the HTTP listeners closed by their limits and timeouts, by reason: pending-per-ip, pending-cap, pressure-timeout, idle-evicted, refused, read-timeout, write-timeout (all reset), idle-timeout.",
+		[]string{"listener", "reason"}, func() []Sample {
+			var out []Sample
+			for _, s := range stats() {
+				for reason, n := range s.Closed {
+					out = append(out, Sample{Labels: []string{s.Listener, reason}, Value: float64(n)})
+				}
+			}
+			return out
+		})
+}

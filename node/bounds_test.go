@@ -95,6 +95,9 @@ var boundRows = []boundRow{
 	{key: "node.write_timeout", serve: []string{"40s", maxDuration}, refuse: []string{"39999999999ns", pastDuration}}, // read_timeout + forward_timeout + 5s
 	{key: "node.idle_timeout", serve: []string{"1ns", maxDuration}, refuse: []string{"0", pastDuration}},
 	{key: "node.max_connections", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
+	{key: "node.max_pending_connections", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
+	{key: "node.max_pending_per_ip", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
+	{key: "node.pressure_read_timeout", serve: []string{"1s", maxDuration}, refuse: []string{"999999999ns", pastDuration}},
 	{key: "node.max_inflight_fetches", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
 	{key: "node.gc_percent", serve: []string{"-1", maxInt}, refuse: []string{"-2", pastInt}},
 	{key: "node.memory_limit", serve: []string{"0", "285212673", maxInt}, refuse: []string{"-1", "285212672", pastInt}}, // > cache 256MiB + near cache 16MiB

@@ -35,6 +35,7 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: node.admin: %w", err)
 		}
 	}
+	n.publishListeners()
 	if err := n.listenInternal(); err != nil {
 		return err
 	}

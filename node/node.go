@@ -99,8 +99,11 @@ type Node struct {
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
 	admin     *api.Listener        // node.admin; set by Start
-	internal  *connmux.Mux         // node.raft: Raft and peer messages; set by Start
-	peers     *api.PeerServer      // on internal; set by Start
+	// listeners are http and admin for the connection series, once Start
+	// has bound them.
+	listeners atomic.Pointer[[]namedListener]
+	internal  *connmux.Mux    // node.raft: Raft and peer messages; set by Start
+	peers     *api.PeerServer // on internal; set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
@@ -356,6 +359,7 @@ func (n *Node) status() api.ClusterStatus {
 func (n *Node) registerGauges() {
 	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
 	n.metrics.UpstreamGauges(n.upstream.InFlightCalls, n.upstream.Share)
+	n.metrics.ConnGauges(n.connStats)
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
 	if n.jobs != nil {

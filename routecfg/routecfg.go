@@ -244,5 +244,7 @@ func QueueMachine(cfg *config.Config) queue.StateMachine {
 // node.* limits.
 func Listen(c config.Node) api.ListenConfig {
 	return api.ListenConfig{MaxHeaderBytes: int(c.MaxHeaderBytes.Int64()), ReadTimeout: c.ReadTimeout.D(),
-		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections}
+		WriteTimeout: c.WriteTimeout.D(), IdleTimeout: c.IdleTimeout.D(), MaxConnections: c.MaxConnections,
+		MaxPendingConnections: c.MaxPendingConnections, MaxPendingPerIP: c.MaxPendingPerIP,
+		PressureReadTimeout: c.PressureReadTimeout.D()}
 }

@@ -59,7 +59,7 @@ func TestCheck(t *testing.T) {
 			}
 		}},
 		{name: "defaults filled in", yaml: validYAML, check: func(t *testing.T, cfg *config.Config, out string) {
-			if cfg.Routes[0].Breaker.Failures != 3 || cfg.Node.MaxConnections != 1024 {
+			if cfg.Routes[0].Breaker.Failures != 3 || cfg.Node.MaxConnections != 4096 {
 				t.Fatalf("defaults missing: breaker %+v, node %+v", cfg.Routes[0].Breaker, cfg.Node)
 			}
 			if cfg.Cluster.Secret != "" || !strings.Contains(out, `secret: ""`) {

@@ -18,7 +18,12 @@ import (
 	"github.com/levee/levee/node"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures) }
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" { // this test binary started as a node (abuse_test.go)
+		os.Exit(run(os.Args[1:], os.Getenv, os.Stderr))
+	}
+	goleak.VerifyTestMain(m, testutil.UnansweredRaftFutures)
+}
 
 const validYAML = `
 node:
