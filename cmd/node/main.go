@@ -94,14 +94,18 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, opts node.
 		log.Error("cannot build node", "err", err)
 		return 1
 	}
+	// SIGHUP is caught before Start: the app port serves before Start
+	// returns (a single node's queue log, a cluster's join, come after
+	// it), and a SIGHUP in between would otherwise kill the process, its
+	// default action. One that arrives during Start reloads right after.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if err := n.Start(ctx); err != nil {
 		log.Error("cannot start node", "err", err)
 		n.Close()
 		return 1
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 wait:
 	for {
 		select {
