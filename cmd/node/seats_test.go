@@ -210,7 +210,9 @@ func TestJobCommandsOnASingleNode(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), node.Options{Logger: slog.New(slog.DiscardHandler)}) }()
+	go func() {
+		done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), node.Options{Logger: slog.New(slog.DiscardHandler)})
+	}()
 	defer func() {
 		cancel()
 		if code := <-done; code != 0 {
