@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -73,6 +74,68 @@ func recoveryConfiguration(self string, voters []Peer) (raft.Configuration, erro
 	}
 	if !ids[self] {
 		return conf, fmt.Errorf("%w: the voters must include this node (%s)", ErrRecover, self)
+	}
+	return conf, nil
+}
+
+// StoredVoters returns the voters of the latest Raft configuration stored
+// in cfg.DataDir, read without starting Raft: the latest configuration
+// entry in the log, else the newest snapshot's, as raft.NewRaft takes it.
+// nil without state. The node must be stopped (its bolt file is locked
+// while it runs). Damage is a *DamageError, as Start would find it.
+func StoredVoters(cfg Config) ([]Peer, error) {
+	cfg.InMemory = false
+	cfg = cfg.withDefaults()
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID, "subsystem", "consensus")}
+	st, err := n.openStores()
+	if err != nil {
+		return nil, err
+	}
+	defer st.closer.Close()
+	var conf raft.Configuration
+	err = guardDamage("reading the stored Raft configuration", func() error {
+		var err error
+		conf, err = storedConfiguration(st)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var voters []Peer
+	for _, s := range conf.Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, Peer{ID: string(s.ID), RaftAddr: string(s.Address)})
+		}
+	}
+	return voters, nil
+}
+
+// storedConfiguration is the latest configuration in st: the newest
+// configuration entry above the newest snapshot, else that snapshot's.
+func storedConfiguration(st storeSet) (raft.Configuration, error) {
+	var conf raft.Configuration
+	var since uint64
+	snaps, err := st.snaps.List()
+	if err != nil {
+		return conf, err
+	}
+	if len(snaps) > 0 { // newest first
+		conf, since = snaps[0].Configuration, snaps[0].Index
+	}
+	last, err := st.logs.LastIndex()
+	if err != nil {
+		return conf, err
+	}
+	var l raft.Log
+	for i := last; i > since; i-- {
+		switch err := st.logs.GetLog(i, &l); {
+		case errors.Is(err, raft.ErrLogNotFound):
+			return conf, nil // below the log's first entry: the snapshot's holds
+		case err != nil:
+			return conf, err
+		case l.Type == raft.LogConfiguration:
+			return raft.DecodeConfiguration(l.Data), nil
+		}
 	}
 	return conf, nil
 }

@@ -118,3 +118,34 @@ func TestDiagnoseNoLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredVotersReadsTheLatestConfigurationWithoutRaft: StoredVoters
+// reads a stopped node's voters from its files: none before any state,
+// the configuration from the log, and after a Recover (a snapshot, the
+// log compacted) the recovered voters with their addresses.
+func TestStoredVotersReadsTheLatestConfigurationWithoutRaft(t *testing.T) {
+	c := newCluster(t, clusterOpts{onDisk: true, tune: func(cfg *Config) { cfg.Timings = diskTimings() }})
+	empty := c.config("n9", &testNode{dir: t.TempDir()})
+	if v, err := StoredVoters(empty); err != nil || v != nil {
+		t.Fatalf("StoredVoters of an empty data dir = %v, %v; want none", v, err)
+	}
+	leader := c.formCluster("n1", "n2", "n3")
+	c.propose(leader, "r=1")
+	c.waitReplicated(leader)
+	dir := leader.dir
+	for _, tn := range c.live() {
+		c.stop(tn)
+	}
+	cfg := c.config(leader.id, &testNode{dir: dir})
+	v, err := StoredVoters(cfg)
+	if err != nil || len(v) != 3 {
+		t.Fatalf("StoredVoters from the log = %v, %v; want the three voters", v, err)
+	}
+	alone := []Peer{{ID: leader.id, RaftAddr: "solo:" + leader.id}}
+	if err := Recover(cfg, newTestSM(), alone); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := StoredVoters(cfg); err != nil || len(v) != 1 || v[0] != alone[0] {
+		t.Fatalf("StoredVoters after Recover = %v, %v; want %v", v, err, alone)
+	}
+}
