@@ -182,7 +182,8 @@ func assertRunsWithoutRaft(t *testing.T, n *Node) {
 
 // TestStartFailuresThatAreNotDamage: a taken Raft port and a raft.db
 // locked by another process fail Start as before, not as damage: the node
-// must not serve next to the process that holds its state.
+// must not serve next to the process that holds its state. The lock's
+// error says what holds the file (bolt's own is "timeout").
 func TestStartFailuresThatAreNotDamage(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -193,22 +194,23 @@ func TestStartFailuresThatAreNotDamage(t *testing.T) {
 		name  string
 		setup func(t *testing.T, dir string)
 		tune  func(*Config)
+		want  string
 	}{
-		{"raft port taken", func(*testing.T, string) {}, func(cfg *Config) { cfg.BindAddr = busy.Addr().String() }},
+		{"raft port taken", func(*testing.T, string) {}, func(cfg *Config) { cfg.BindAddr = busy.Addr().String() }, ""},
 		{"raft.db locked", func(t *testing.T, dir string) {
 			db, err := bbolt.Open(filepath.Join(dir, boltFile), 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-		}, nil},
+		}, nil, "raft.db is locked by another process (another node on this data dir?)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, dir)
 			n, err := startOn(t, dir, tc.tune)
-			if err == nil || errors.Is(err, ErrDamaged) || n.Damaged() != nil {
-				t.Fatalf("Start = %v (Damaged %v), want a plain failure", err, n.Damaged())
+			if err == nil || errors.Is(err, ErrDamaged) || n.Damaged() != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Start = %v (Damaged %v), want a plain failure saying %q", err, n.Damaged(), tc.want)
 			}
 		})
 	}
