@@ -243,3 +243,37 @@ func TestLogGapAboveTheSnapshotIsDamage(t *testing.T) {
 	}
 	assertRunsWithoutRaft(t, n)
 }
+
+// TestAPanicOpeningRaftDbIsDamageWithAdopt: bolt panics inside its open on
+// some damage (here a freelist page of an unknown type) after it locked
+// the file, and its map of the file keeps the lock until the process
+// exits. Config.Adopt reads the stored voters on that one open: a second
+// open in Start would wait 2 s on the lock and fail Start as a lock held
+// by another process, where the node must run degraded.
+func TestAPanicOpeningRaftDbIsDamageWithAdopt(t *testing.T) {
+	dir := stoppedState(t, false)
+	path := filepath.Join(dir, boltFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The meta pages (0 and 1) name the freelist page; the newer (higher
+	// txid) is the one bolt opens with.
+	const pageSize, metaAt = 4096, 16
+	freelist := func(m int) (pgid, txid uint64) {
+		o := m*pageSize + metaAt
+		return binary.LittleEndian.Uint64(b[o+32:]), binary.LittleEndian.Uint64(b[o+48:])
+	}
+	fl, tx := freelist(0)
+	if fl1, tx1 := freelist(1); tx1 > tx {
+		fl = fl1
+	}
+	binary.LittleEndian.PutUint16(b[fl*pageSize+8:], 0) // its page flags: no known type
+	writeFile(t, path, b)
+	n, err := startOn(t, dir, func(cfg *Config) { cfg.Adopt = func([]Peer) bool { return true } })
+	var de *DamageError
+	if !errors.As(err, &de) || de.Stage != "opening raft.db" || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("Start = %v, want bolt's panic in its open as damage", err)
+	}
+	assertRunsWithoutRaft(t, n)
+}

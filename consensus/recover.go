@@ -78,36 +78,48 @@ func recoveryConfiguration(self string, voters []Peer) (raft.Configuration, erro
 	return conf, nil
 }
 
-// StoredVoters returns the voters of the latest Raft configuration stored
-// in cfg.DataDir, read without starting Raft: the latest configuration
-// entry in the log, else the newest snapshot's, as raft.NewRaft takes it.
-// nil without state. The node must be stopped (its bolt file is locked
-// while it runs). Damage is a *DamageError, as Start would find it.
-func StoredVoters(cfg Config) ([]Peer, error) {
-	cfg.InMemory = false
-	cfg = cfg.withDefaults()
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", cfg.NodeID, "subsystem", "consensus")}
-	st, err := n.openStores()
-	if err != nil {
-		return nil, err
+// adopt rewrites the stored configuration to this node alone, at its
+// transport's address, when Config.Adopt asks for it on reading the
+// stored voters: raft.RecoverCluster over the stores Start just opened, as
+// Recover does offline, so every committed entry is kept. It runs before
+// raft.NewRaft, on the one open of raft.db (bolt panics on some damage
+// after it locked the file, and its map of the file keeps the lock until
+// the process exits: a second open here would wait on it). A store it
+// cannot read is damage, as newRaft would find it.
+func (n *Node) adopt(rc *raft.Config, st storeSet, trans raft.Transport) error {
+	if n.cfg.Adopt == nil {
+		return nil
 	}
-	defer st.closer.Close()
 	var conf raft.Configuration
-	err = guardDamage("reading the stored Raft configuration", func() error {
+	err := guardDamage("reading the stored Raft configuration", func() error {
 		var err error
 		conf, err = storedConfiguration(st)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	was := voterPeers(conf)
+	if !n.cfg.Adopt(was) {
+		return nil
+	}
+	alone := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.NodeID), Address: trans.LocalAddr()}}}
+	if err := raft.RecoverCluster(rc, n.fsm, st.logs, st.stable, st.snaps, trans, alone); err != nil {
+		return fmt.Errorf("%w: adopting the stored state: %w", ErrRecover, err)
+	}
+	n.log.Warn("raft configuration adopted: the stored state is this node's alone now", "was", was)
+	return nil
+}
+
+// voterPeers are conf's voters.
+func voterPeers(conf raft.Configuration) []Peer {
 	var voters []Peer
 	for _, s := range conf.Servers {
 		if s.Suffrage == raft.Voter {
 			voters = append(voters, Peer{ID: string(s.ID), RaftAddr: string(s.Address)})
 		}
 	}
-	return voters, nil
+	return voters
 }
 
 // storedConfiguration is the latest configuration in st: the newest

@@ -68,7 +68,6 @@ type Solo struct {
 	SubmitJob func(ctx context.Context, data []byte) ([]byte, error)
 
 	self  string
-	cc    consensus.Config // Node's, for adoptRenamed
 	trans *raft.InmemTransport
 	log   *slog.Logger
 }
@@ -107,8 +106,7 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 		cc.Timings = consensus.FastTimings()
 	}
 	cc.NodeID, cc.Transport, cc.BootstrapExpect, cc.MinVoters = cfg.Node, trans, 1, 1
-	cc.OnCommit, cc.Logger = cfg.OnCommit, cfg.Logger
-	s.cc = cc
+	cc.OnCommit, cc.Logger, cc.Adopt = cfg.OnCommit, cfg.Logger, s.renamed
 	if s.Node, err = consensus.New(cc, mux); err != nil {
 		return nil, err
 	}
@@ -124,9 +122,6 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 // stays down, Node.Damaged says why, every commit fails unsent, and Start
 // returns nil.
 func (s *Solo) Start(ctx context.Context) error {
-	if err := s.adoptRenamed(); err != nil {
-		return err
-	}
 	err := s.Node.Start(ctx)
 	if errors.Is(err, consensus.ErrDamaged) {
 		s.log.Error("serving without the queue's raft log: its store is damaged", "err", err, "runbook", "docs/runbook.md")
@@ -159,33 +154,22 @@ func (s *Solo) alone() error {
 	return fmt.Errorf("%w: its voters are %s", ErrNotAlone, strings.Join(voters, ", "))
 }
 
-// adoptRenamed makes the log of a single node that ran under another name
-// this node's, before Raft starts: node.name defaults to the host name,
-// which changes under a node that keeps its data dir (a container
-// re-created on the same volume is named after its new id). A one-voter
-// configuration whose voter has a Solo's address (soloAddr) was written by
-// a Solo and never by a cluster (a cluster's addresses are host:port, and
-// Reconcile rewrites a Solo's when node.raft is set), so no other node
-// holds or delivers its jobs. Its configuration is rewritten to this node
-// alone, as `levee recover` would (consensus.Recover keeps every committed
-// entry). Any other state is left for alone to judge; a damaged store for
-// Node.Start to report.
-func (s *Solo) adoptRenamed() error {
-	if s.cc.InMemory {
-		return nil
-	}
-	voters, err := consensus.StoredVoters(s.cc)
-	switch {
-	case errors.Is(err, consensus.ErrDamaged):
-		return nil
-	case err != nil:
-		return err
-	case len(voters) != 1 || voters[0].ID == s.self || voters[0].RaftAddr != soloAddr(voters[0].ID):
-		return nil
+// renamed reports whether stored, the voters of the state in the data
+// dir, are those of a single node's own log under another name, which this
+// node adopts (consensus.Config.Adopt): node.name defaults to the host
+// name, which changes under a node that keeps its data dir (a container
+// re-created on the same volume is named after its new id). One voter
+// with a Solo's address (soloAddr) was written by a Solo and never by a
+// cluster (a cluster's addresses are host:port, and Reconcile rewrites a
+// Solo's when node.raft is set), so no other node holds or delivers its
+// jobs. Any other state is left for alone to judge.
+func (s *Solo) renamed(stored []consensus.Peer) bool {
+	if len(stored) != 1 || stored[0].ID == s.self || stored[0].RaftAddr != soloAddr(stored[0].ID) {
+		return false
 	}
 	s.log.Warn("queue: the data dir's log was a single node's under another name; it is this node's now (node.name defaults to the host name)",
-		"was", voters[0].ID, "now", s.self, "data_dir", s.cc.DataDir)
-	return Recover(s.cc, []consensus.Peer{{ID: s.self, RaftAddr: soloAddr(s.self)}})
+		"was", stored[0].ID, "now", s.self)
+	return true
 }
 
 // Close stops Raft and closes the log, then the transport. Safe to call
