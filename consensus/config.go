@@ -196,6 +196,14 @@ type Config struct {
 	// leader before Healthy reports it cut off from the quorum. Default 3s:
 	// three default heartbeats.
 	ContactLimit time.Duration
+	// Adopt, when set, is asked at Start with the voters of the state found
+	// on disk (nil without state); when it answers true, that state
+	// becomes this node's alone: its configuration is rewritten to this
+	// node as the only voter at its transport's address, every committed
+	// entry kept (raft.RecoverCluster, as Recover does), before Raft
+	// starts. Default nil: the state is taken as it is. A single node's
+	// own log (control.Solo) adopts its state from before a rename.
+	Adopt func(stored []Peer) bool
 	// OnCommit, when set, gets how long each successful proposal took:
 	// Propose's whole round trip on the proposer, and on the leader its
 	// share of a forwarded one (append, replicate, apply). Default nil.

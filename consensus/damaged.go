@@ -88,7 +88,12 @@ func openBolt(path string) (*raftboltdb.BoltStore, error) {
 		return err
 	})
 	var de *DamageError
-	if errors.As(err, &de) && (errors.Is(de.Err, berrors.ErrTimeout) || errors.Is(de.Err, fs.ErrPermission)) {
+	switch {
+	case errors.As(err, &de) && errors.Is(de.Err, berrors.ErrTimeout):
+		// bolt says only "timeout": name what it waited for.
+		return nil, fmt.Errorf("consensus: open bolt store: raft.db is locked by another process (another node on this data dir?); waited %v: %w",
+			boltOpenTimeout, de.Err)
+	case errors.As(err, &de) && errors.Is(de.Err, fs.ErrPermission):
 		return nil, fmt.Errorf("consensus: open bolt store: %w", de.Err)
 	}
 	if err != nil {

@@ -182,7 +182,8 @@ func assertRunsWithoutRaft(t *testing.T, n *Node) {
 
 // TestStartFailuresThatAreNotDamage: a taken Raft port and a raft.db
 // locked by another process fail Start as before, not as damage: the node
-// must not serve next to the process that holds its state.
+// must not serve next to the process that holds its state. The lock's
+// error says what holds the file (bolt's own is "timeout").
 func TestStartFailuresThatAreNotDamage(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -193,22 +194,23 @@ func TestStartFailuresThatAreNotDamage(t *testing.T) {
 		name  string
 		setup func(t *testing.T, dir string)
 		tune  func(*Config)
+		want  string
 	}{
-		{"raft port taken", func(*testing.T, string) {}, func(cfg *Config) { cfg.BindAddr = busy.Addr().String() }},
+		{"raft port taken", func(*testing.T, string) {}, func(cfg *Config) { cfg.BindAddr = busy.Addr().String() }, ""},
 		{"raft.db locked", func(t *testing.T, dir string) {
 			db, err := bbolt.Open(filepath.Join(dir, boltFile), 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { db.Close() })
-		}, nil},
+		}, nil, "raft.db is locked by another process (another node on this data dir?)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.setup(t, dir)
 			n, err := startOn(t, dir, tc.tune)
-			if err == nil || errors.Is(err, ErrDamaged) || n.Damaged() != nil {
-				t.Fatalf("Start = %v (Damaged %v), want a plain failure", err, n.Damaged())
+			if err == nil || errors.Is(err, ErrDamaged) || n.Damaged() != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Start = %v (Damaged %v), want a plain failure saying %q", err, n.Damaged(), tc.want)
 			}
 		})
 	}
@@ -238,6 +240,40 @@ func TestLogGapAboveTheSnapshotIsDamage(t *testing.T) {
 	var de *DamageError
 	if !errors.As(err, &de) || de.Stage != "restoring the Raft state" || !strings.Contains(err.Error(), "panic") {
 		t.Fatalf("Start on a log with a gap = %v, want raft's panic as damage", err)
+	}
+	assertRunsWithoutRaft(t, n)
+}
+
+// TestAPanicOpeningRaftDbIsDamageWithAdopt: bolt panics inside its open on
+// some damage (here a freelist page of an unknown type) after it locked
+// the file, and its map of the file keeps the lock until the process
+// exits. Config.Adopt reads the stored voters on that one open: a second
+// open in Start would wait 2 s on the lock and fail Start as a lock held
+// by another process, where the node must run degraded.
+func TestAPanicOpeningRaftDbIsDamageWithAdopt(t *testing.T) {
+	dir := stoppedState(t, false)
+	path := filepath.Join(dir, boltFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The meta pages (0 and 1) name the freelist page; the newer (higher
+	// txid) is the one bolt opens with.
+	const pageSize, metaAt = 4096, 16
+	freelist := func(m int) (pgid, txid uint64) {
+		o := m*pageSize + metaAt
+		return binary.LittleEndian.Uint64(b[o+32:]), binary.LittleEndian.Uint64(b[o+48:])
+	}
+	fl, tx := freelist(0)
+	if fl1, tx1 := freelist(1); tx1 > tx {
+		fl = fl1
+	}
+	binary.LittleEndian.PutUint16(b[fl*pageSize+8:], 0) // its page flags: no known type
+	writeFile(t, path, b)
+	n, err := startOn(t, dir, func(cfg *Config) { cfg.Adopt = func([]Peer) bool { return true } })
+	var de *DamageError
+	if !errors.As(err, &de) || de.Stage != "opening raft.db" || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("Start = %v, want bolt's panic in its open as damage", err)
 	}
 	assertRunsWithoutRaft(t, n)
 }

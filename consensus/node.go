@@ -146,6 +146,9 @@ func (n *Node) startRaft() (err error) {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	if err := n.adopt(rc, st, trans); err != nil {
+		return err
+	}
 	has, r, err := newRaft(rc, n.fsm, st, trans)
 	if err != nil {
 		return fmt.Errorf("consensus: start raft: %w", err)

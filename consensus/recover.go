@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/raft"
@@ -73,6 +74,80 @@ func recoveryConfiguration(self string, voters []Peer) (raft.Configuration, erro
 	}
 	if !ids[self] {
 		return conf, fmt.Errorf("%w: the voters must include this node (%s)", ErrRecover, self)
+	}
+	return conf, nil
+}
+
+// adopt rewrites the stored configuration to this node alone, at its
+// transport's address, when Config.Adopt asks for it on reading the
+// stored voters: raft.RecoverCluster over the stores Start just opened, as
+// Recover does offline, so every committed entry is kept. It runs before
+// raft.NewRaft, on the one open of raft.db (bolt panics on some damage
+// after it locked the file, and its map of the file keeps the lock until
+// the process exits: a second open here would wait on it). A store it
+// cannot read is damage, as newRaft would find it.
+func (n *Node) adopt(rc *raft.Config, st storeSet, trans raft.Transport) error {
+	if n.cfg.Adopt == nil {
+		return nil
+	}
+	var conf raft.Configuration
+	err := guardDamage("reading the stored Raft configuration", func() error {
+		var err error
+		conf, err = storedConfiguration(st)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	was := voterPeers(conf)
+	if !n.cfg.Adopt(was) {
+		return nil
+	}
+	alone := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.NodeID), Address: trans.LocalAddr()}}}
+	if err := raft.RecoverCluster(rc, n.fsm, st.logs, st.stable, st.snaps, trans, alone); err != nil {
+		return fmt.Errorf("%w: adopting the stored state: %w", ErrRecover, err)
+	}
+	n.log.Warn("raft configuration adopted: the stored state is this node's alone now", "was", was)
+	return nil
+}
+
+// voterPeers are conf's voters.
+func voterPeers(conf raft.Configuration) []Peer {
+	var voters []Peer
+	for _, s := range conf.Servers {
+		if s.Suffrage == raft.Voter {
+			voters = append(voters, Peer{ID: string(s.ID), RaftAddr: string(s.Address)})
+		}
+	}
+	return voters
+}
+
+// storedConfiguration is the latest configuration in st: the newest
+// configuration entry above the newest snapshot, else that snapshot's.
+func storedConfiguration(st storeSet) (raft.Configuration, error) {
+	var conf raft.Configuration
+	var since uint64
+	snaps, err := st.snaps.List()
+	if err != nil {
+		return conf, err
+	}
+	if len(snaps) > 0 { // newest first
+		conf, since = snaps[0].Configuration, snaps[0].Index
+	}
+	last, err := st.logs.LastIndex()
+	if err != nil {
+		return conf, err
+	}
+	var l raft.Log
+	for i := last; i > since; i-- {
+		switch err := st.logs.GetLog(i, &l); {
+		case errors.Is(err, raft.ErrLogNotFound):
+			return conf, nil // below the log's first entry: the snapshot's holds
+		case err != nil:
+			return conf, err
+		case l.Type == raft.LogConfiguration:
+			return raft.DecodeConfiguration(l.Data), nil
+		}
 	}
 	return conf, nil
 }

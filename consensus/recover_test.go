@@ -118,3 +118,45 @@ func TestDiagnoseNoLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestAdoptMakesStoredStateThisNodesAlone: a node whose Config.Adopt
+// accepts the voters found on disk (here another name's one-voter state)
+// starts as the only voter of that state, every committed entry kept, and
+// leads; Adopt is asked with the stored voters, and without state with
+// none. Refused, the state is taken as it is: this node is no voter in it.
+func TestAdoptMakesStoredStateThisNodesAlone(t *testing.T) {
+	for _, adopt := range []bool{true, false} {
+		t.Run(map[bool]string{true: "adopted", false: "refused"}[adopt], func(t *testing.T) {
+			dir := stoppedState(t, true) // "solo", 4 entries, one of them after a snapshot
+			c := newCluster(t, clusterOpts{onDisk: true, tune: func(cfg *Config) { cfg.BootstrapExpect = 1 }})
+			var asked []Peer
+			cfg := c.config("heir", &testNode{dir: dir})
+			cfg.Adopt = func(stored []Peer) bool { asked = stored; return adopt }
+			sm := newTestSM()
+			n, err := New(cfg, sm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = n.Close() })
+			if err := n.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if len(asked) != 1 || asked[0].ID != "solo" {
+				t.Fatalf("Adopt asked with %v, want the stored voter solo", asked)
+			}
+			if !adopt {
+				if got := n.State().Voters; len(got) != 1 || got[0] != "solo" {
+					t.Fatalf("voters %v after a refused adoption, want [solo]", got)
+				}
+				return
+			}
+			waitFor(t, 10*time.Second, "the adopting node to lead", n.IsLeader)
+			if got := n.State().Voters; len(got) != 1 || got[0] != "heir" {
+				t.Fatalf("voters %v, want [heir]", got)
+			}
+			if got := sm.count("r"); got != 4 {
+				t.Fatalf("r = %d after adopting, want the 4 committed entries", got)
+			}
+		})
+	}
+}

@@ -72,6 +72,11 @@ type Solo struct {
 	log   *slog.Logger
 }
 
+// soloAddr is the Raft address of single node id's own log: a name only
+// (see NewSolo), and a mark no cluster's configuration carries, whose
+// addresses are host:port.
+func soloAddr(id string) string { return "solo:" + id }
+
 // NewSolo builds a Solo; it does no I/O.
 func NewSolo(cfg SoloConfig) (*Solo, error) {
 	if cfg.Node == "" {
@@ -85,7 +90,7 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 	}
 	// The address is a name only: an InmemTransport dials nobody it was
 	// not connected to, and this one is connected to none.
-	_, trans := raft.NewInmemTransport(raft.ServerAddress("solo:" + cfg.Node))
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(soloAddr(cfg.Node)))
 	s := &Solo{Jobs: queue.NewTable(), self: cfg.Node, trans: trans, log: cfg.Logger}
 	mux, err := StateMachines(Machines{Breakers: breaker.NewTable(nil), Pauses: pacing.NewTable(),
 		Jobs: s.Jobs, Queue: cfg.Queue, Now: cfg.Now})
@@ -101,7 +106,7 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 		cc.Timings = consensus.FastTimings()
 	}
 	cc.NodeID, cc.Transport, cc.BootstrapExpect, cc.MinVoters = cfg.Node, trans, 1, 1
-	cc.OnCommit, cc.Logger = cfg.OnCommit, cfg.Logger
+	cc.OnCommit, cc.Logger, cc.Adopt = cfg.OnCommit, cfg.Logger, s.renamed
 	if s.Node, err = consensus.New(cc, mux); err != nil {
 		return nil, err
 	}
@@ -147,6 +152,24 @@ func (s *Solo) alone() error {
 		return fmt.Errorf("%w: no voter in its configuration", ErrNotAlone)
 	}
 	return fmt.Errorf("%w: its voters are %s", ErrNotAlone, strings.Join(voters, ", "))
+}
+
+// renamed reports whether stored, the voters of the state in the data
+// dir, are those of a single node's own log under another name, which this
+// node adopts (consensus.Config.Adopt): node.name defaults to the host
+// name, which changes under a node that keeps its data dir (a container
+// re-created on the same volume is named after its new id). One voter
+// with a Solo's address (soloAddr) was written by a Solo and never by a
+// cluster (a cluster's addresses are host:port, and Reconcile rewrites a
+// Solo's when node.raft is set), so no other node holds or delivers its
+// jobs. Any other state is left for alone to judge.
+func (s *Solo) renamed(stored []consensus.Peer) bool {
+	if len(stored) != 1 || stored[0].ID == s.self || stored[0].RaftAddr != soloAddr(stored[0].ID) {
+		return false
+	}
+	s.log.Warn("queue: the data dir's log was a single node's under another name; it is this node's now (node.name defaults to the host name)",
+		"was", stored[0].ID, "now", s.self)
+	return true
 }
 
 // Close stops Raft and closes the log, then the transport. Safe to call

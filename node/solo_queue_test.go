@@ -388,3 +388,32 @@ func TestADamagedRaftStoreRefusesJobsAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestASingleNodeKeepsItsJobsWhenItsNameChanges: node.name defaults to the
+// host name, which changes under a single node that keeps its data dir
+// (a container re-created on the same volume: the image's config sets no
+// name, and Docker names the host after the container). The data dir's log
+// was this single node's under its old name (a one-voter log of its own,
+// never a cluster's), so the node starts on it, as a single node did
+// before it had a log, and delivers the job it held, once.
+func TestASingleNodeKeepsItsJobsWhenItsNameChanges(t *testing.T) {
+	t.Parallel()
+	u, upURL := newDownUpstream(t)
+	u.down.Store(true)
+	s := newSoloNode(t, upURL)
+	s.cfg.Node.Name = "3f2a1b9c0d12" // a container's host name
+	h := s.start()
+	id := h.enqueue("/comments/orders/12")
+	waitForD(t, 10*time.Second, "an attempt to fail", func() bool { calls, _ := u.counts("/api/orders/12"); return calls >= 1 })
+	if err := h.node.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s.cfg.Node.Name = "7c4e5d6f8a90" // the re-created container's
+	h = s.start()
+	h.waitFound(id)
+	u.down.Store(false)
+	h.waitJob(id, queue.Done, 15*time.Second)
+	if _, delivered := u.counts("/api/orders/12"); delivered != 1 {
+		t.Fatalf("delivered %d times, want once", delivered)
+	}
+}
