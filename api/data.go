@@ -73,8 +73,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	if err != nil {
 		return nil, err
 	}
-	h := cleanHeader(r.Header, true)
-	proxy.SetForwarded(h, r.RemoteAddr, r.TLS != nil)
+	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
 	return &proxy.Request{
 		Route:    rt.Name,
 		Method:   r.Method,
