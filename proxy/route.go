@@ -60,6 +60,11 @@ type Route struct {
 	Breaker breaker.Settings
 	Retry   upstream.Retry
 	Limits  upstream.Limits
+
+	// canonical: compiled made every header name above canonical, so a
+	// header is read by its name as is (h[name]), not canonicalised on
+	// each request as Header.Values does.
+	canonical bool
 }
 
 // compiled returns a copy of rt with every header name canonical and every
@@ -72,6 +77,7 @@ func (rt *Route) compiled() *Route {
 	c.KeyHeaders = canonicalNames(rt.KeyHeaders)
 	c.DenyHeaders = canonicalNames(rt.DenyHeaders)
 	c.AllowHeaders = canonicalNames(rt.AllowHeaders)
+	c.canonical = true
 	if rt.TenantKeys != nil {
 		c.TenantKeys = make(map[string]string, len(rt.TenantKeys))
 		for k, v := range rt.TenantKeys {
