@@ -295,3 +295,29 @@ func TestHTTPAHitsHeaderIsTheStoredAnswers(t *testing.T) {
 	}
 }
 
+// A tenant header that api strips from every client's request (an
+// internal X-Levee-* name, a hop-by-hop one, a client's forwarding header)
+// would leave every request tenantless: tenants would share one partition.
+// Such a route must not start; if it did, one tenant's answer must never
+// be served to another.
+func TestHTTPATenantHeaderLeveeStripsIsRefused(t *testing.T) {
+	for _, name := range []string{"X-Levee-Tenant", "Keep-Alive", "X-Real-Ip", "X-Forwarded-Host"} {
+		t.Run(name, func(t *testing.T) {
+			st := &stack{clock: testutil.NewClock(time.Time{}), up: &recordingUpstream{handler: hitRulesUpstream}}
+			upSrv := httptest.NewServer(st.up)
+			t.Cleanup(upSrv.Close)
+			routes := stackRoutes(upSrv.URL)
+			routes[0].TenantHeader = name
+			eng := newRealEngine(t, st.clock, stackRoutes(upSrv.URL)) // a valid engine...
+			if err := eng.SetRoutes(routes); err != nil {               // ...refusing the route
+				return // refused at start and on reload: the rule holds
+			}
+			st = newHitRulesStack(t, func(open, _ *proxy.Route) { open.TenantHeader = name })
+			st.raw(t, http.MethodGet, "/open/s/1", name+": acme")
+			if resp, _ := st.raw(t, http.MethodGet, "/open/s/1", name+": globex"); resp.Header.Get("X-Cache") == "HIT" {
+				t.Fatalf("tenant header %s: globex was served acme's answer (%s)", name, resp.Header.Get("X-Cache"))
+			}
+			t.Fatalf("tenant header %s: the engine started with it", name)
+		})
+	}
+}

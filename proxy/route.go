@@ -105,8 +105,30 @@ func (rt *Route) check() error {
 			return fmt.Errorf("proxy: route %q: %q is part of the cache key (tenant, tenant key or key header), "+
 				"but Levee drops it from every request (Accept-Encoding, or a default-dropped header not in request_headers.allow)", rt.Name, n)
 		}
+		if n != "" && clientStripped(n) {
+			return fmt.Errorf("proxy: route %q: %q is part of the cache key (tenant, tenant key or key header), "+
+				"but Levee strips it from every client's request (hop-by-hop, %s*, or a forwarding header other than X-Forwarded-For and Forwarded)",
+				rt.Name, n, InternalPrefix)
+		}
 	}
 	return nil
+}
+
+// clientStripped reports a header (canonical name) that api removes from
+// every client's request before the engine keys it (ClientHeader): a
+// hop-by-hop header, an internal X-Levee-* one, or a client's forwarding
+// header. A tenant header so named would be absent from every request,
+// and every tenant would share the untenanted partition without a word.
+// X-Forwarded-For and Forwarded are set again by Levee itself, from the
+// connection, so a route may key on them.
+func clientStripped(n string) bool {
+	switch {
+	case hopByHop(n), strings.HasPrefix(n, InternalPrefix):
+		return true
+	case n == "X-Forwarded-For", n == "Forwarded":
+		return false
+	}
+	return forwardingHeader(n)
 }
 
 func canonicalName(s string) string {
