@@ -309,7 +309,7 @@ func TestHTTPATenantHeaderLeveeStripsIsRefused(t *testing.T) {
 			routes := stackRoutes(upSrv.URL)
 			routes[0].TenantHeader = name
 			eng := newRealEngine(t, st.clock, stackRoutes(upSrv.URL)) // a valid engine...
-			if err := eng.SetRoutes(routes); err != nil {               // ...refusing the route
+			if err := eng.SetRoutes(routes); err != nil {             // ...refusing the route
 				return // refused at start and on reload: the rule holds
 			}
 			st = newHitRulesStack(t, func(open, _ *proxy.Route) { open.TenantHeader = name })
