@@ -57,7 +57,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 		return nil, fmt.Errorf("%w: CONNECT", ErrMethod)
 	case !strings.HasPrefix(r.RequestURI, "/"):
 		return nil, ErrAbsoluteURI
-	case r.Header.Get("Upgrade") != "":
+	case first(r.Header, "Upgrade") != "":
 		return nil, fmt.Errorf("%w: protocol upgrade", ErrMethod)
 	}
 	path := r.URL.EscapedPath()
@@ -73,8 +73,7 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	if err != nil {
 		return nil, err
 	}
-	h := cleanHeader(r.Header, true)
-	proxy.SetForwarded(h, r.RemoteAddr, r.TLS != nil)
+	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
 	return &proxy.Request{
 		Route:    rt.Name,
 		Method:   r.Method,
@@ -170,7 +169,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	proxy.CopyCleanHeader(h, resp.Header, true)
 	status, body := resp.Status, resp.Body
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK {
-		if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, resp.Header.Get("ETag")) {
+		if inm := first(r.Header, "If-None-Match"); inm != "" && etagMatch(inm, first(resp.Header, "Etag")) {
 			status, body = http.StatusNotModified, nil
 			delete(h, "Content-Type")
 		}
@@ -251,7 +250,7 @@ func (v *leveeValues) set(k, value string) {
 // Content-Length, which describes the body a GET would get (RFC 9110
 // §9.3.2); overwriting it with 0 would lie.
 func contentLength(h http.Header, method string, status, n int) (upstream string, ok bool) {
-	upstreamLen := h.Get("Content-Length")
+	upstreamLen := first(h, "Content-Length")
 	delete(h, "Content-Length")
 	switch {
 	case status == http.StatusNotModified || status == http.StatusNoContent || status < 200:
@@ -260,6 +259,15 @@ func contentLength(h http.Header, method string, status, n int) (upstream string
 		return upstreamLen, true
 	}
 	return "", true
+}
+
+// first is h.Get(name) for a name already canonical, without
+// canonicalising it again (every request pays for each Get).
+func first(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func validLength(s string) bool {

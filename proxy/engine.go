@@ -216,15 +216,15 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
-	r, err := prepare(rt, r)
-	if err != nil {
+	if err := check(rt, r); err != nil {
 		return nil, err
 	}
 	var resp *Response
+	var err error
 	if cacheable(r.Method) {
 		resp, err = e.serveCached(ctx, rt, r)
 	} else {
-		resp, err = e.pass(ctx, rt, r)
+		resp, err = e.pass(ctx, rt, prepared(rt, r))
 	}
 	if err == nil && e.cfg.Observer != nil {
 		e.cfg.Observer.CacheResult(rt.Name, string(resp.Result))
@@ -232,16 +232,26 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	return resp, err
 }
 
-func (e *Engine) serveCached(ctx context.Context, rt *Route, r *Request) (*Response, error) {
+// serveCached answers a cacheable request that check accepted. A fresh
+// answer stored under the primary key itself (no Vary marker) is served
+// before r is prepared: a hit reads only what the key holds, and the
+// primary key is the same on r and on its prepared copy (the tenant
+// header is one the upstream sees, Route.check), so a hit skips copying
+// the request and its header, which only a variant's key and the
+// upstream read.
+func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Response, error) {
 	now := e.cfg.Now()
-	pkey := primaryKey(rt, r)
-	key, ent := e.lookup(pkey, r.Header)
+	pkey := primaryKey(rt, raw)
+	first, ok := e.cfg.Cache.Get(pkey)
+	if ok && first.Status != 0 && first.Freshness(now) == store.Fresh {
+		return e.hit(pkey, first, now), nil
+	}
+	r := prepared(rt, raw)
+	key, ent := e.follow(pkey, first, ok, r.Header)
 	if ent != nil {
 		switch ent.Freshness(now) {
 		case store.Fresh:
-			resp := e.fromEntry(ent, Hit, "", now)
-			resp.Key, resp.StoredAt = key, ent.StoredAt
-			return resp, nil
+			return e.hit(key, ent, now), nil
 		case store.Stale:
 			// A no-store request may be answered from the cache, but a
 			// refresh it started would be a response to it, which may not
@@ -470,6 +480,13 @@ func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
 func (e *Engine) fromEntry(ent *store.Entry, res Result, detail string, now time.Time) *Response {
 	return &Response{Status: ent.Status, Header: ent.Header, Body: ent.Body, Result: res,
 		Age: ent.Age(now), Detail: detail, FreshFor: freshFor(ent, now)}
+}
+
+// hit is the answer of ent, fresh at now and stored under key.
+func (e *Engine) hit(key string, ent *store.Entry, now time.Time) *Response {
+	resp := e.fromEntry(ent, Hit, "", now)
+	resp.Key, resp.StoredAt = key, ent.StoredAt
+	return resp
 }
 
 func (e *Engine) fromFlight(f *flight) *Response {

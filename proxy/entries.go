@@ -16,6 +16,11 @@ import (
 // returns the key the variant lives under even when nothing is stored there.
 func (e *Engine) lookup(pkey string, h http.Header) (string, *store.Entry) {
 	ent, ok := e.cfg.Cache.Get(pkey)
+	return e.follow(pkey, ent, ok, h)
+}
+
+// follow is lookup once the primary key's entry is read (ok false: none).
+func (e *Engine) follow(pkey string, ent *store.Entry, ok bool, h http.Header) (string, *store.Entry) {
 	if !ok {
 		return pkey, nil
 	}

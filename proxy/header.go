@@ -8,11 +8,17 @@ import (
 	"time"
 )
 
-// hopByHop are the connection-level headers a proxy must not forward
-// (RFC 9110 §7.6.1), in both directions.
-var hopByHop = []string{
-	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+// hopByHop reports the connection-level headers a proxy must not forward
+// (RFC 9110 §7.6.1), in both directions. A switch, not a list: every
+// header of every request and answer, a hit's included, is looked up
+// here, and the compiler turns a switch into a search by length.
+func hopByHop(k string) bool {
+	switch k {
+	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+		"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
 }
 
 // InternalPrefix marks node-to-node headers. They are stripped from every
@@ -51,7 +57,7 @@ func CopyCleanHeader(dst, src http.Header, internal bool) {
 // Header.Del, which the rule was first written with, it matches the
 // canonical key only.
 func dropped(k string, named []string, internal bool) bool {
-	return slices.Contains(hopByHop, k) || internal && strings.HasPrefix(k, InternalPrefix) || slices.Contains(named, k)
+	return hopByHop(k) || internal && strings.HasPrefix(k, InternalPrefix) || slices.Contains(named, k)
 }
 
 // connectionNamed returns the canonical names the Connection header lists

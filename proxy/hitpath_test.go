@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -108,4 +109,80 @@ func FuzzShortcutsAgree(f *testing.F) {
 			t.Fatalf("plainPath(%q), but the long check refuses it: %v", s, checkDecoded(s))
 		}
 	})
+}
+
+// A fresh hit is looked up before the request is prepared (serveCached),
+// so the primary key must not depend on what prepare drops: for every
+// tenant mode a route may be configured with, the key of the request as
+// it came equals the key of its prepared copy.
+func TestPrimaryKeyIsTheSameBeforeAndAfterPrepare(t *testing.T) {
+	tests := []struct {
+		name, tenant string
+		route        func(*Route)
+	}{
+		{"tenant header", "acme", func(*Route) {}},
+		{"tenant header allowed from the default-dropped", "globex", func(rt *Route) {
+			rt.TenantHeader, rt.AllowHeaders = "X-Original-Url", []string{"X-Original-Url"}
+		}},
+		{"underscored tenant header allowed", "initech", func(rt *Route) {
+			rt.TenantHeader, rt.AllowHeaders = "X_Tenant", []string{"X_Tenant"}
+		}},
+		{"tenant key", "acme", func(rt *Route) {
+			rt.TenantHeader, rt.TenantKeyHeader = "", "Authorization"
+			rt.TenantKeys = map[string]string{KeyHash("Bearer k"): "acme"}
+		}},
+		{"denied headers beside the tenant", "acme", func(rt *Route) { rt.DenyHeaders = []string{"X-Debug", "Accept"} }},
+	}
+	// Keys as net/http delivers them: "X_Tenant" on the wire is "X_tenant".
+	h := http.Header{"X-Tenant": {"acme"}, "X-Original-Url": {"globex"}, http.CanonicalHeaderKey("X_Tenant"): {"initech"},
+		"Authorization": {"Bearer k"}, "Accept-Encoding": {"gzip"}, "X-Debug": {"1"}, "Accept": {"*/*"},
+		"X-Http-Method-Override": {"DELETE"}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := testRoute()
+			tt.route(rt)
+			if err := rt.check(); err != nil {
+				t.Fatal(err)
+			}
+			rt = rt.compiled()
+			r := &Request{Route: rt.Name, Method: http.MethodGet, Path: "s/1", RawQuery: "b=2&a=1", Header: h}
+			p, err := prepare(rt, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw, prep := primaryKey(rt, r), primaryKey(rt, p); raw != prep || !strings.HasSuffix(raw, "\x00t="+tt.tenant) {
+				t.Fatalf("primary key %q as the request came, %q prepared", raw, prep)
+			}
+		})
+	}
+}
+
+func TestClientHeaderIsCleanHeaderThenSetForwarded(t *testing.T) {
+	tests := []struct {
+		name, remote string
+		https        bool
+		h            http.Header
+	}{
+		{"plain", "192.0.2.7:5000", false, http.Header{"Accept": {"*/*"}, "User-Agent": {"u"}}},
+		{"hop-by-hop and internal", "[2001:db8::1]:443", true, http.Header{"Connection": {"close, X-Secret"},
+			"X-Secret": {"s"}, "Keep-Alive": {"5"}, "X-Levee-Owner": {"n9"}, "Accept": {"*/*"}}},
+		{"forwarding headers in any case", "pipe", false, http.Header{"X-Forwarded-Host": {"evil"},
+			"forwarded": {"for=1.2.3.4"}, "X-Real-Ip": {"1.2.3.4"}, "x-forwarded-for": {"9.9.9.9"}, "Vary": {"A"}}},
+		{"empty", "192.0.2.7:1", false, http.Header{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := CleanHeader(tt.h, true)
+			SetForwarded(want, tt.remote, tt.https)
+			got := ClientHeader(tt.h, tt.remote, tt.https)
+			if !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("ClientHeader %q, want %q", got, want)
+			}
+			for k, v := range got {
+				if len(v) > 0 && len(v) != cap(v) {
+					t.Fatalf("%s shares a writable array with the client's header", k)
+				}
+			}
+		})
+	}
 }

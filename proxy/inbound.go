@@ -34,9 +34,14 @@ func prepare(rt *Route, r *Request) (*Request, error) {
 	if err := check(rt, r); err != nil {
 		return nil, err
 	}
+	return prepared(rt, r), nil
+}
+
+// prepared is prepare's copy of a request check has accepted.
+func prepared(rt *Route, r *Request) *Request {
 	c := *r
 	c.Header = inboundHeader(rt, r.Header)
-	return &c, nil
+	return &c
 }
 
 // check holds r to prepare's rules without copying it: what RoutingKey

@@ -207,6 +207,17 @@ func TestARouteRefusesACacheKeyHeaderItWouldDrop(t *testing.T) {
 			rt.TenantHeader, rt.TenantKeyHeader = "", "X-Http-Method-Override"
 		}, false},
 		{"key header dropped by default", func(rt *Route) { rt.KeyHeaders = []string{"X-Rewrite-URL"} }, false},
+		// api strips these from every client's request (ClientHeader).
+		{"tenant header internal", func(rt *Route) { rt.TenantHeader = "x-levee-tenant" }, false},
+		{"tenant header hop-by-hop", func(rt *Route) { rt.TenantHeader = "Keep-Alive" }, false},
+		{"tenant key header hop-by-hop", func(rt *Route) {
+			rt.TenantHeader, rt.TenantKeyHeader = "", "proxy-authorization"
+		}, false},
+		{"tenant header a client's forwarding header", func(rt *Route) { rt.TenantHeader = "X-Real-IP" }, false},
+		{"key header a client's forwarding header", func(rt *Route) { rt.KeyHeaders = []string{"x-forwarded-host"} }, false},
+		{"key header set by Levee from the connection", func(rt *Route) {
+			rt.KeyHeaders = []string{"X-Forwarded-For", "forwarded"}
+		}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,6 +60,11 @@ type Route struct {
 	Breaker breaker.Settings
 	Retry   upstream.Retry
 	Limits  upstream.Limits
+
+	// canonical: compiled made every header name above canonical, so a
+	// header is read by its name as is (h[name]), not canonicalised on
+	// each request as Header.Values does.
+	canonical bool
 }
 
 // compiled returns a copy of rt with every header name canonical and every
@@ -72,6 +77,7 @@ func (rt *Route) compiled() *Route {
 	c.KeyHeaders = canonicalNames(rt.KeyHeaders)
 	c.DenyHeaders = canonicalNames(rt.DenyHeaders)
 	c.AllowHeaders = canonicalNames(rt.AllowHeaders)
+	c.canonical = true
 	if rt.TenantKeys != nil {
 		c.TenantKeys = make(map[string]string, len(rt.TenantKeys))
 		for k, v := range rt.TenantKeys {
@@ -99,8 +105,30 @@ func (rt *Route) check() error {
 			return fmt.Errorf("proxy: route %q: %q is part of the cache key (tenant, tenant key or key header), "+
 				"but Levee drops it from every request (Accept-Encoding, or a default-dropped header not in request_headers.allow)", rt.Name, n)
 		}
+		if n != "" && clientStripped(n) {
+			return fmt.Errorf("proxy: route %q: %q is part of the cache key (tenant, tenant key or key header), "+
+				"but Levee strips it from every client's request (hop-by-hop, %s*, or a forwarding header other than X-Forwarded-For and Forwarded)",
+				rt.Name, n, InternalPrefix)
+		}
 	}
 	return nil
+}
+
+// clientStripped reports a header (canonical name) that api removes from
+// every client's request before the engine keys it (ClientHeader): a
+// hop-by-hop header, an internal X-Levee-* one, or a client's forwarding
+// header. A tenant header so named would be absent from every request,
+// and every tenant would share the untenanted partition without a word.
+// X-Forwarded-For and Forwarded are set again by Levee itself, from the
+// connection, so a route may key on them.
+func clientStripped(n string) bool {
+	switch {
+	case hopByHop(n), strings.HasPrefix(n, InternalPrefix):
+		return true
+	case n == "X-Forwarded-For", n == "Forwarded":
+		return false
+	}
+	return forwardingHeader(n)
 }
 
 func canonicalName(s string) string {

@@ -32,7 +32,7 @@ func resolveTenant(rt *Route, h http.Header) (string, error) {
 	case rt.TenantKeyHeader != "":
 		tenant, err = tenantFromKey(rt, h)
 	case rt.TenantHeader != "":
-		tenant, err = tenantFromHeader(rt.TenantHeader, h)
+		tenant, err = tenantFromValues(rt.TenantHeader, rt.values(rt.TenantHeader, h))
 	}
 	if err == nil && tenant == "" && rt.TenantRequired {
 		err = fmt.Errorf("%w: this route requires a tenant", ErrBadRequest)
@@ -60,7 +60,12 @@ func tenantOf(rt *Route, h http.Header) string {
 // values: an intermediary folds repeated header lines into one that way
 // (RFC 9110 §5.3), and "acme,globex" must not become a third tenant.
 func tenantFromHeader(name string, h http.Header) (string, error) {
-	v, err := oneValue(name, h)
+	return tenantFromValues(name, h.Values(name))
+}
+
+// tenantFromValues is tenantFromHeader given the header's values.
+func tenantFromValues(name string, vs []string) (string, error) {
+	v, err := oneValue(name, vs)
 	switch {
 	case err != nil:
 		return "", err
@@ -77,16 +82,24 @@ func tenantFromHeader(name string, h http.Header) (string, error) {
 // tenantFromKey maps the credential's hash to its tenant; an unknown or
 // absent key is no tenant.
 func tenantFromKey(rt *Route, h http.Header) (string, error) {
-	v, err := oneValue(rt.TenantKeyHeader, h)
+	v, err := oneValue(rt.TenantKeyHeader, rt.values(rt.TenantKeyHeader, h))
 	if err != nil || v == "" {
 		return "", err
 	}
 	return rt.TenantKeys[KeyHash(v)], nil
 }
 
-// oneValue returns the header's only value; "" when it is absent.
-func oneValue(name string, h http.Header) (string, error) {
-	vs := h.Values(name)
+// values is h.Values(name) for one of rt's header names.
+func (rt *Route) values(name string, h http.Header) []string {
+	if rt.canonical {
+		return h[name]
+	}
+	return h.Values(name)
+}
+
+// oneValue returns the only value of vs, header name's values; "" when
+// it has none.
+func oneValue(name string, vs []string) (string, error) {
 	switch len(vs) {
 	case 0:
 		return "", nil
