@@ -83,5 +83,7 @@ docker-down:
 DURATION ?= 5m
 SEED ?= 0
 BACKEND ?= local
+# ENSURE: kinds placed at least once (jepsen-lite -ensure); empty = its default.
+ENSURE ?=
 chaos: build
-	$(GO) run ./jepsen-lite -backend $(BACKEND) -nodes $(NODES) -duration $(DURATION) $(if $(filter-out 0,$(SEED)),-seed $(SEED))
+	$(GO) run ./jepsen-lite -backend $(BACKEND) -nodes $(NODES) -duration $(DURATION) $(if $(filter-out 0,$(SEED)),-seed $(SEED)) $(if $(ENSURE),-ensure $(ENSURE))

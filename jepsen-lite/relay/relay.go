@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -214,7 +215,7 @@ type chunk struct {
 
 // pipe carries src's bytes to dst, shaped as the link from client is. At
 // src's end of stream dst is half-closed, so the other direction may go
-// on; any error ends the whole connection (stop).
+// on; any error ends the whole connection (stop), a reset by a reset.
 func (r *Relay) pipe(src, dst net.Conn, client net.Addr, done <-chan struct{}, stop func()) {
 	q := make(chan chunk, r.cfg.QueueLen)
 	var readErr error
@@ -235,6 +236,14 @@ func (r *Relay) pipe(src, dst net.Conn, client net.Addr, done <-chan struct{}, s
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 			return
+		}
+		stop()
+	case errors.Is(readErr, syscall.ECONNRESET):
+		// A reset reaches the other side as a reset, not as a clean end:
+		// the demo upstream's "reset" fault must look the same through a
+		// relay (SetLinger(0) makes Close send RST).
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
 		}
 		stop()
 	default:

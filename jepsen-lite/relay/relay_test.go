@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -383,5 +384,31 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%s: New = %v, want ErrConfig", name, err)
 		}
+	}
+}
+
+func TestRelayPassesAResetOnAsAReset(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() { // a target that resets every connection after reading a byte
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Read(make([]byte, 1))
+			c.(*net.TCPConn).SetLinger(0)
+			c.Close()
+		}
+	}()
+	r := startRelay(t, ln.Addr().String(), nil)
+	c := dial(t, r)
+	c.Write([]byte{'x'})
+	c.SetReadDeadline(time.Now().Add(slack))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the target reset = %v, want ECONNRESET", err)
 	}
 }
