@@ -287,6 +287,17 @@ func (l *Local) signal(name string, sig syscall.Signal) error {
 	return p.waitStopped(sig == syscall.SIGSTOP)
 }
 
+// PID is the process id of the node's running levee (`ip netns exec`
+// execs it in place, so the id is the node's own); false when it is not
+// running. The soak's resource sampler reads /proc with it.
+func (l *Local) PID(name string) (int, bool) {
+	p, err := l.proc(name)
+	if err != nil || !p.alive() {
+		return 0, false
+	}
+	return p.cmd.Process.Pid, true
+}
+
 // Alive reports whether the node's process is running (a paused one is).
 func (l *Local) Alive(name string) bool {
 	p, err := l.proc(name)
