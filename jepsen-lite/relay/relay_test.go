@@ -360,7 +360,7 @@ func TestRelayCloseEndsEveryConnection(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if took := time.Since(closed); took > time.Second {
+	if took := time.Since(closed); took > 3*time.Second { // the latency is 5 s
 		t.Fatalf("Close took %v with bytes queued: it must not wait out their latency", took)
 	}
 	for i, c := range conns {
