@@ -120,11 +120,19 @@ func (s *Sampler) Sample(ctx context.Context) {
 func (s *Sampler) sample(ctx context.Context, n backend.Node, pid int) (history.Resources, bool) {
 	r := history.Resources{Time: s.cfg.Now(), Node: n.Name, PID: pid, Goroutines: -1}
 	dir := filepath.Join(s.cfg.Proc, strconv.Itoa(pid))
-	rss, err := readRSS(filepath.Join(dir, "status"))
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		s.log.Debug("read status", "node", n.Name, "pid", pid, "err", err)
+		return r, false
+	}
+	rss, err := parseKB(status, "VmRSS:")
 	if err != nil {
 		s.log.Debug("read rss", "node", n.Name, "pid", pid, "err", err)
 		return r, false
 	}
+	// The split is informative (kernels before 4.5 lack it): 0 if absent.
+	r.RSSAnon, _ = parseKB(status, "RssAnon:")
+	r.RSSFile, _ = parseKB(status, "RssFile:")
 	fds, err := os.ReadDir(filepath.Join(dir, "fd"))
 	if err != nil {
 		s.log.Debug("read fds", "node", n.Name, "pid", pid, "err", err)
@@ -142,33 +150,25 @@ func (s *Sampler) sample(ctx context.Context, n backend.Node, pid int) (history.
 // ErrNoFigure is returned when a file or page lacks the figure sought.
 var ErrNoFigure = errors.New("resources: figure not found")
 
-// readRSS is VmRSS from a /proc/PID/status file, in bytes (the kernel
-// writes it in kB: "VmRSS:\t   12345 kB").
-func readRSS(path string) (int64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return parseRSS(data)
-}
-
-func parseRSS(status []byte) (int64, error) {
+// parseKB is the figure of a /proc/PID/status line such as VmRSS, in
+// bytes (the kernel writes it in kB: "VmRSS:\t   12345 kB").
+func parseKB(status []byte, key string) (int64, error) {
 	for line := range bytes.Lines(status) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, []byte(key))
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("%w: VmRSS line %q", ErrNoFigure, bytes.TrimSpace(line))
+			return 0, fmt.Errorf("%w: %s line %q", ErrNoFigure, key, bytes.TrimSpace(line))
 		}
 		kb, err := strconv.ParseInt(string(f[0]), 10, 64)
 		if err != nil || kb < 0 {
-			return 0, fmt.Errorf("%w: VmRSS line %q", ErrNoFigure, bytes.TrimSpace(line))
+			return 0, fmt.Errorf("%w: %s line %q", ErrNoFigure, key, bytes.TrimSpace(line))
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("%w: no VmRSS line", ErrNoFigure)
+	return 0, fmt.Errorf("%w: no %s line", ErrNoFigure, key)
 }
 
 // goroutines is go_goroutines from the node's /metrics.

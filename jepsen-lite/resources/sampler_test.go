@@ -28,7 +28,8 @@ func fakeProc(t *testing.T, root string, pid int, rssKB, fds int) {
 	if err := os.MkdirAll(filepath.Join(dir, "fd"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	status := "Name:\tlevee\nVmPeak:\t  999999 kB\nVmRSS:\t   " + strconv.Itoa(rssKB) + " kB\nThreads:\t12\n"
+	status := "Name:\tlevee\nVmPeak:\t  999999 kB\nVmRSS:\t   " + strconv.Itoa(rssKB) + " kB\nRssAnon:\t  " +
+		strconv.Itoa(rssKB/4) + " kB\nRssFile:\t  " + strconv.Itoa(rssKB-rssKB/4) + " kB\nThreads:\t12\n"
 	if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +71,8 @@ func TestSamplerRecordsEachRunningNode(t *testing.T) {
 	}
 	s.Sample(context.Background())
 	want := map[string]history.Resources{
-		"n1": {Time: 7e9, Node: "n1", PID: 101, RSS: 50 << 20, FDs: 7, Goroutines: 42},
-		"n2": {Time: 7e9, Node: "n2", PID: 102, RSS: 1 << 20, FDs: 3, Goroutines: -1}, // /metrics failed
+		"n1": {Time: 7e9, Node: "n1", PID: 101, RSS: 50 << 20, RSSAnon: 50 << 18, RSSFile: 50<<20 - 50<<18, FDs: 7, Goroutines: 42},
+		"n2": {Time: 7e9, Node: "n2", PID: 102, RSS: 1 << 20, RSSAnon: 1 << 18, RSSFile: 1<<20 - 1<<18, FDs: 3, Goroutines: -1}, // /metrics failed
 	}
 	if len(got) != len(want) {
 		t.Fatalf("recorded %v, want n1 and n2 only (n3 is not running)", got)
@@ -111,7 +112,7 @@ func TestSamplerReadsThisProcess(t *testing.T) {
 	}
 }
 
-func TestParseRSS(t *testing.T) {
+func TestParseKBReadsVmRSS(t *testing.T) {
 	cases := []struct {
 		name   string
 		status string
@@ -125,9 +126,9 @@ func TestParseRSS(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := parseRSS([]byte(c.status))
+			got, err := parseKB([]byte(c.status), "VmRSS:")
 			if (err == nil) != c.ok || got != c.want || (err != nil && !errors.Is(err, ErrNoFigure)) {
-				t.Fatalf("parseRSS = %d, %v; want %d ok=%v", got, err, c.want, c.ok)
+				t.Fatalf("parseKB(VmRSS) = %d, %v; want %d ok=%v", got, err, c.want, c.ok)
 			}
 		})
 	}
