@@ -119,7 +119,7 @@ func drive(ctx context.Context, o options, b backend.Backend, admin string, wind
 	clock := workload.NewClock(start)
 	rec := workload.NewRecorder()
 	wcfg := workload.DefaultConfig()
-	wcfg.Seed, wcfg.Rate, wcfg.AdminToken = o.seed, o.rate, admin
+	wcfg.Seed, wcfg.Rate, wcfg.AdminToken, wcfg.Enqueuers = o.seed, o.rate, admin, o.enqueuers
 	clients, err := workload.NewClients(wcfg, b.Nodes(), clock, rec)
 	if err != nil {
 		return nil, false, err

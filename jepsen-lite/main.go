@@ -19,6 +19,7 @@ import (
 	"github.com/levee/levee/jepsen-lite/checker"
 	"github.com/levee/levee/jepsen-lite/nemesis"
 	"github.com/levee/levee/jepsen-lite/report"
+	"github.com/levee/levee/jepsen-lite/workload"
 )
 
 // Exit statuses.
@@ -44,6 +45,8 @@ type options struct {
 	check    string
 	rate     float64
 	verbose  bool
+	// enqueuers is the queue workload's process count (0: no jobs).
+	enqueuers int
 	// A soak: resources sampled every sampleEvery (0: not a soak), judged
 	// after soakWarmup in windows of soakWindow.
 	sampleEvery, soakWarmup, soakWindow time.Duration
@@ -73,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.check, "check", "", "re-check a saved run directory without running anything")
 	fs.Float64Var(&o.rate, "rate", 30, "total client requests per second")
 	fs.BoolVar(&o.verbose, "v", false, "debug logging")
+	fs.IntVar(&o.enqueuers, "enqueuers", workload.DefaultConfig().Enqueuers, "processes writing jobs through the durable queue, one every 2 s each (0 = none: the queue checker then judges nothing)")
 	fs.DurationVar(&o.sampleEvery, "sample-resources", 0, "soak: sample every node's RSS, goroutines and open fds this often (make soak: 10s) and judge them (checker resources); 0 = off")
 	fs.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "soak: the time at the start the resources checker leaves out")
 	fs.DurationVar(&o.soakWindow, "soak-window", 10*time.Minute, "soak: the span of each median the resources checker compares")
@@ -97,6 +101,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if _, err := nemesis.ParseKinds(o.late, o.nodes); o.check == "" && err != nil {
 		return o, fmt.Errorf("-ensure-late: %w", err)
+	}
+	if o.enqueuers < 0 {
+		return o, fmt.Errorf("-enqueuers must be >= 0, got %d", o.enqueuers)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000

@@ -42,6 +42,9 @@ func TestParseFlags(t *testing.T) {
 		{name: "ensure-late none", args: []string{"-ensure-late", "none"}, chk: func(o options) bool { return o.late == "none" }},
 		{name: "ensure-late unknown kind", args: []string{"-ensure-late", "upstream-418"}, err: true},
 		{name: "check ignores run limits", args: []string{"-check", "dir", "-nodes", "4"}, chk: func(o options) bool { return o.check == "dir" }},
+		{name: "two enqueuers by default", args: nil, chk: func(o options) bool { return o.enqueuers == 2 }},
+		{name: "no enqueuers", args: []string{"-enqueuers", "0"}, chk: func(o options) bool { return o.enqueuers == 0 }},
+		{name: "negative enqueuers", args: []string{"-enqueuers", "-1"}, err: true},
 		{name: "not a soak by default", args: nil, chk: func(o options) bool {
 			return o.sampleEvery == 0 && o.soakWarmup == 10*time.Minute && o.soakWindow == 10*time.Minute
 		}},
