@@ -8,7 +8,7 @@ BIN := bin
 # The version `levee version` prints (main.version; "dev" in a plain go build).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: build run test vet unit fuzz bench clean chaos dotenv
+.PHONY: build run test vet unit fuzz bench clean chaos soak dotenv
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X github.com/levee/levee/metrics.stamp=$(VERSION)" -o $(BIN)/levee ./cmd/node
@@ -91,5 +91,14 @@ docker-down:
 DURATION ?= 5m
 SEED ?= 0
 BACKEND ?= local
+# ENSURE: kinds placed at least once (jepsen-lite -ensure); empty = its default.
+ENSURE ?=
 chaos: build
-	$(GO) run ./jepsen-lite -backend $(BACKEND) -nodes $(NODES) -duration $(DURATION) $(if $(filter-out 0,$(SEED)),-seed $(SEED))
+	$(GO) run ./jepsen-lite -backend $(BACKEND) -nodes $(NODES) -duration $(DURATION) $(if $(filter-out 0,$(SEED)),-seed $(SEED)) $(if $(ENSURE),-ensure $(ENSURE))
+
+# Soak (not in CI): 5 nodes, an hour of the mixed nemesis, every node's
+# RSS, goroutines and open fds sampled every 10 s and judged (checker
+# resources); plot in the run's resources.svg. See docs/chaos.md.
+SOAK_DURATION ?= 1h
+soak: build
+	$(GO) run ./jepsen-lite -backend local -nodes 5 -duration $(SOAK_DURATION) -sample-resources 10s $(if $(filter-out 0,$(SEED)),-seed $(SEED))

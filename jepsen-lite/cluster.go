@@ -13,6 +13,7 @@ import (
 	"github.com/levee/levee/jepsen-lite/checker"
 	"github.com/levee/levee/jepsen-lite/nemesis"
 	"github.com/levee/levee/jepsen-lite/report"
+	"github.com/levee/levee/jepsen-lite/resources"
 	"github.com/levee/levee/jepsen-lite/workload"
 )
 
@@ -118,7 +119,7 @@ func drive(ctx context.Context, o options, b backend.Backend, admin string, wind
 	clock := workload.NewClock(start)
 	rec := workload.NewRecorder()
 	wcfg := workload.DefaultConfig()
-	wcfg.Seed, wcfg.Rate, wcfg.AdminToken = o.seed, o.rate, admin
+	wcfg.Seed, wcfg.Rate, wcfg.AdminToken, wcfg.Enqueuers = o.seed, o.rate, admin, o.enqueuers
 	clients, err := workload.NewClients(wcfg, b.Nodes(), clock, rec)
 	if err != nil {
 		return nil, false, err
@@ -128,10 +129,18 @@ func drive(ctx context.Context, o options, b backend.Backend, admin string, wind
 		HotPath: "/comments/" + workload.HotKey(0), HotTenant: wcfg.Tenants[0], Log: log.With("subsystem", "nemesis")})
 	defer nem.Close()
 
+	res, err := resourceSampler(o, b, clock, rec, log)
+	if err != nil {
+		return nil, false, err
+	}
+
 	runCtx, stopRun := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { clients.Run(runCtx) })
 	wg.Go(func() { samplers.Run(runCtx) })
+	if res != nil {
+		wg.Go(func() { res.Run(runCtx) })
+	}
 
 	nctx, stopNem := context.WithTimeout(ctx, o.duration)
 	nem.Run(nctx, windows)
@@ -158,6 +167,21 @@ func drive(ctx context.Context, o options, b backend.Backend, admin string, wind
 	}
 	cancel()
 	return assemble(o, b, rec, start, end), interrupted, nil
+}
+
+// resourceSampler samples every node's RSS, goroutines and fds when
+// -sample-resources is set (a soak); nil otherwise. The backend must know
+// its nodes' processes (resources.PIDs: the local backend).
+func resourceSampler(o options, b backend.Backend, clock workload.Clock, rec *workload.Recorder, log *slog.Logger) (*resources.Sampler, error) {
+	if o.sampleEvery <= 0 {
+		return nil, nil
+	}
+	pids, ok := b.(resources.PIDs)
+	if !ok {
+		return nil, fmt.Errorf("-sample-resources: the %s backend cannot name its nodes' processes (use -backend local)", o.backend)
+	}
+	return resources.New(resources.Config{Nodes: b.Nodes(), PIDs: pids, Now: clock.Now, Record: rec.Resources,
+		Every: o.sampleEvery, Log: log.With("subsystem", "resources")})
 }
 
 // drainJobs waits, within jobDrainTimeout, until every job the cluster
@@ -189,10 +213,14 @@ func assemble(o options, b backend.Backend, rec *workload.Recorder, start time.T
 		names = append(names, n.Name)
 		alive[n.Name] = b.Alive(n.Name)
 	}
+	var soak *checker.Soak
+	if o.sampleEvery > 0 {
+		soak = &checker.Soak{Every: o.sampleEvery, Warmup: o.soakWarmup, Window: o.soakWindow}
+	}
 	return &checker.History{
 		Meta: checker.Meta{Seed: o.seed, Backend: o.backend, Nemesis: o.nemesis, Nodes: names, Routes: b.Routes(),
-			Start: start, End: end, AliveAtEnd: alive},
+			Start: start, End: end, AliveAtEnd: alive, Soak: soak},
 		Ops: snap.Ops, Upstream: snap.Upstream, Breakers: snap.Breakers, Members: snap.Members, Faults: snap.Faults,
-		Enqueues: snap.Enqueues, JobStates: snap.JobStates,
+		Enqueues: snap.Enqueues, JobStates: snap.JobStates, Resources: snap.Resources,
 	}
 }

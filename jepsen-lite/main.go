@@ -19,6 +19,7 @@ import (
 	"github.com/levee/levee/jepsen-lite/checker"
 	"github.com/levee/levee/jepsen-lite/nemesis"
 	"github.com/levee/levee/jepsen-lite/report"
+	"github.com/levee/levee/jepsen-lite/workload"
 )
 
 // Exit statuses.
@@ -44,6 +45,11 @@ type options struct {
 	check    string
 	rate     float64
 	verbose  bool
+	// enqueuers is the queue workload's process count (0: no jobs).
+	enqueuers int
+	// A soak: resources sampled every sampleEvery (0: not a soak), judged
+	// after soakWarmup in windows of soakWindow.
+	sampleEvery, soakWarmup, soakWindow time.Duration
 }
 
 func main() {
@@ -70,6 +76,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.check, "check", "", "re-check a saved run directory without running anything")
 	fs.Float64Var(&o.rate, "rate", 30, "total client requests per second")
 	fs.BoolVar(&o.verbose, "v", false, "debug logging")
+	fs.IntVar(&o.enqueuers, "enqueuers", workload.DefaultConfig().Enqueuers, "processes writing jobs through the durable queue, one every 2 s each (0 = none: the queue checker then judges nothing)")
+	fs.DurationVar(&o.sampleEvery, "sample-resources", 0, "soak: sample every node's RSS, goroutines and open fds this often (make soak: 10s) and judge them (checker resources); 0 = off")
+	fs.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "soak: the time at the start the resources checker leaves out")
+	fs.DurationVar(&o.soakWindow, "soak-window", 10*time.Minute, "soak: the span of each median the resources checker compares")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -82,11 +92,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.check == "" && o.duration < 30*time.Second {
 		return o, fmt.Errorf("-duration must be at least 30s, got %v", o.duration)
 	}
+	if o.sampleEvery > 0 && (o.soakWindow <= 0 || o.soakWarmup < 0 || o.soakWarmup+2*o.soakWindow > o.duration+o.quiet) {
+		return o, fmt.Errorf("-sample-resources: the run (%v + %v quiet) must hold -soak-warmup (%v) and two -soak-window (%v)",
+			o.duration, o.quiet, o.soakWarmup, o.soakWindow)
+	}
 	if _, err := nemesis.ParseKinds(o.ensure, o.nodes); o.check == "" && err != nil {
 		return o, fmt.Errorf("-ensure: %w", err)
 	}
 	if _, err := nemesis.ParseKinds(o.late, o.nodes); o.check == "" && err != nil {
 		return o, fmt.Errorf("-ensure-late: %w", err)
+	}
+	if o.enqueuers < 0 {
+		return o, fmt.Errorf("-enqueuers must be >= 0, got %d", o.enqueuers)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000
@@ -150,7 +167,14 @@ func writeReport(dir string, h *checker.History, rs []checker.Result) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(report.HTML(f, h, rs), f.Close())
+	if err := errors.Join(report.HTML(f, h, rs), f.Close()); err != nil || len(h.Resources) == 0 {
+		return err
+	}
+	svg, err := os.Create(filepath.Join(dir, report.ResourcesPlot))
+	if err != nil {
+		return err
+	}
+	return errors.Join(report.ResourcesSVG(svg, h), svg.Close())
 }
 
 // randomToken makes a per-run secret.

@@ -42,6 +42,18 @@ func TestParseFlags(t *testing.T) {
 		{name: "ensure-late none", args: []string{"-ensure-late", "none"}, chk: func(o options) bool { return o.late == "none" }},
 		{name: "ensure-late unknown kind", args: []string{"-ensure-late", "upstream-418"}, err: true},
 		{name: "check ignores run limits", args: []string{"-check", "dir", "-nodes", "4"}, chk: func(o options) bool { return o.check == "dir" }},
+		{name: "two enqueuers by default", args: nil, chk: func(o options) bool { return o.enqueuers == 2 }},
+		{name: "no enqueuers", args: []string{"-enqueuers", "0"}, chk: func(o options) bool { return o.enqueuers == 0 }},
+		{name: "negative enqueuers", args: []string{"-enqueuers", "-1"}, err: true},
+		{name: "not a soak by default", args: nil, chk: func(o options) bool {
+			return o.sampleEvery == 0 && o.soakWarmup == 10*time.Minute && o.soakWindow == 10*time.Minute
+		}},
+		{name: "make soak's flags", args: []string{"-nodes", "5", "-duration", "1h", "-sample-resources", "10s"}, chk: func(o options) bool {
+			return o.sampleEvery == 10*time.Second
+		}},
+		{name: "a soak too short for its windows", args: []string{"-duration", "20m", "-sample-resources", "10s"}, err: true},
+		{name: "a short soak with short windows", args: []string{"-duration", "2m", "-sample-resources", "10s", "-soak-warmup", "30s", "-soak-window", "30s"},
+			chk: func(o options) bool { return o.soakWindow == 30*time.Second }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,11 +69,12 @@ func TestParseFlags(t *testing.T) {
 }
 
 // TestPlanOfTheCIRun pins the schedule of .ci/run's chaos run (make chaos
-// NODES=3 DURATION=4m SEED=20261130, default flags otherwise): the
-// whole-cluster kinds and partitions it always had, and upstream-429 in
+// NODES=3 DURATION=4m SEED=20261130 ENSURE=…,delay): the whole-cluster
+// kinds, a delay window (a slow node: the relays), and upstream-429 in
 // the last window, so the retry-after checker has windows to judge.
 func TestPlanOfTheCIRun(t *testing.T) {
-	o, err := parseFlags([]string{"-nodes", "3", "-duration", "4m", "-seed", "20261130"}, io.Discard)
+	o, err := parseFlags([]string{"-nodes", "3", "-duration", "4m", "-seed", "20261130",
+		"-ensure", "restart-all,kill-all,upstream-down-rolling-restart,delay"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,9 +84,9 @@ func TestPlanOfTheCIRun(t *testing.T) {
 	}
 	s := time.Second
 	want := []nemesis.Window{{Kind: nemesis.UpstreamDown, Start: 10 * s, Length: 13 * s},
-		{Kind: nemesis.IsolateNode, Start: 37 * s, Length: 14 * s}, {Kind: nemesis.RestartAll, Start: 66 * s, Length: 11 * s},
-		{Kind: nemesis.KillAll, Start: 92 * s, Length: 13 * s}, {Kind: nemesis.IsolateLeader, Start: 118 * s, Length: 17 * s},
-		{Kind: nemesis.UpstreamDownRollingRestart, Start: 155 * s, Length: 36 * s}, {Kind: nemesis.Upstream429, Start: 204 * s, Length: 12 * s}}
+		{Kind: nemesis.RestartAll, Start: 37 * s, Length: 24 * s}, {Kind: nemesis.KillAll, Start: 79 * s, Length: 10 * s},
+		{Kind: nemesis.UpstreamDownRollingRestart, Start: 107 * s, Length: 36 * s}, {Kind: nemesis.Delay, Start: 162 * s, Length: 25 * s},
+		{Kind: nemesis.Upstream429, Start: 197 * s, Length: 17 * s}}
 	if !slices.Equal(ws, want) {
 		t.Fatalf("CI schedule = %v\nwant %v", ws, want)
 	}

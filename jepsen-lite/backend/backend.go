@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // ErrUnsupported is returned by a fault this machine cannot inject (for
@@ -86,9 +88,12 @@ type Backend interface {
 	Resume(name string) error
 	// Loss drops pct percent of packets into and out of a node.
 	Loss(name string, pct int) error
-	// Delay adds latency to a node's traffic (tc netem); ErrUnsupported
-	// where netem is missing.
-	Delay(name string, d time.Duration) error
+	// Delay shapes a node's links to its peers and to the upstream
+	// (latency and jitter each way, a bandwidth limit); the zero shape
+	// removes it, and so does Heal. The local backend shapes them in
+	// userspace relays; docker with tc netem, ErrUnsupported where netem
+	// is missing.
+	Delay(name string, s relay.Shape) error
 	// Alive reports whether the node's process is running (not killed).
 	Alive(name string) bool
 	// Teardown stops everything and removes namespaces, rules and

@@ -3,5 +3,7 @@
 // (Local) or as the docker compose cluster (Docker). Faults are real:
 // iptables partitions inside each node's network namespace, kill -9 and
 // restart with the same data dir, SIGSTOP/SIGCONT (docker pause), packet
-// loss by iptables, and delay by tc netem where the kernel has it.
+// loss by iptables, and slow links: latency, jitter and a bandwidth limit
+// through the relays Local runs in each node's namespace (package relay,
+// see links), by tc netem for Docker where the kernel has it.
 package backend

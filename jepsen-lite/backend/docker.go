@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // Names and addresses of the docker backend, from docker-compose.yml.
@@ -337,9 +339,12 @@ func (d *Docker) Loss(name string, pct int) error {
 	return d.faults.loss(context.Background(), name, pct)
 }
 
-// Delay adds d of latency with tc netem; ErrUnsupported without netem.
-func (d *Docker) Delay(name string, dur time.Duration) error {
-	return d.faults.delay(context.Background(), name, dur)
+// Delay shapes the container's interface with tc netem (it keeps netem:
+// the relays of the local backend would need the node's config to point
+// its internal port behind them, and the compose file's is the one users
+// run); ErrUnsupported without netem, so the window is recorded skipped.
+func (d *Docker) Delay(name string, s relay.Shape) error {
+	return d.faults.delay(context.Background(), name, s)
 }
 
 // down removes the project's containers, network and volumes (paused

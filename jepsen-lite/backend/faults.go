@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // ErrUnknownNode is returned for a node name the cluster does not have.
@@ -20,7 +22,7 @@ type netFaults struct {
 	ips    map[string]string // node name → cluster IP
 	dev    string            // the node's interface inside its namespace
 	rules  map[string]ruleSet
-	delays map[string]time.Duration
+	delays map[string]relay.Shape
 	// absent reports a node with no namespace right now (a stopped
 	// container): its rules are recorded and applied when it restarts.
 	absent func(node string) bool
@@ -29,7 +31,7 @@ type netFaults struct {
 func newNetFaults(run runner, ips map[string]string, dev string,
 	enter func(context.Context, string) ([]string, error), absent func(string) bool) *netFaults {
 	return &netFaults{run: run, enter: enter, ips: ips, dev: dev, absent: absent,
-		rules: map[string]ruleSet{}, delays: map[string]time.Duration{}}
+		rules: map[string]ruleSet{}, delays: map[string]relay.Shape{}}
 }
 
 // inNode runs argv inside node's network namespace.
@@ -57,7 +59,7 @@ func (f *netFaults) install(ctx context.Context, node string) error {
 			return err
 		}
 	}
-	if d := f.delays[node]; d > 0 {
+	if d, ok := f.delays[node]; ok {
 		return f.netem(ctx, node, d)
 	}
 	return nil
@@ -105,7 +107,7 @@ func (f *netFaults) partition(ctx context.Context, groups [][]string) error {
 func (f *netFaults) heal(ctx context.Context) error {
 	var errs []error
 	for node := range f.ips {
-		hadRules, hadDelay := !f.rules[node].empty(), f.delays[node] > 0
+		hadRules, hadDelay := !f.rules[node].empty(), !f.delays[node].IsZero()
 		delete(f.rules, node)
 		delete(f.delays, node)
 		if f.absent(node) {
@@ -136,41 +138,55 @@ func (f *netFaults) loss(ctx context.Context, node string, pct int) error {
 	return f.apply(ctx, node)
 }
 
-// delay adds d of latency to node's interface with tc netem; d <= 0 removes
-// it. A failing tc is ErrUnsupported: the usual cause is a kernel without
-// sch_netem, and the harness must record the nemesis as skipped.
-func (f *netFaults) delay(ctx context.Context, node string, d time.Duration) error {
+// delay gives node's interface shape s with tc netem (delay, jitter,
+// rate); the zero shape removes it. A failing tc is ErrUnsupported: the
+// usual cause is a kernel without sch_netem, and the harness must record
+// the nemesis as skipped. netem shapes what the node sends only, so a
+// round trip pays the latency once, not twice as through the local
+// backend's relays.
+func (f *netFaults) delay(ctx context.Context, node string, s relay.Shape) error {
 	if err := f.known(node); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
 		return err
 	}
 	if f.absent(node) {
 		return fmt.Errorf("backend: delay %s: node not running", node)
 	}
-	if d <= 0 {
-		if f.delays[node] == 0 {
+	if s.IsZero() {
+		if _, ok := f.delays[node]; !ok {
 			return nil
 		}
 		delete(f.delays, node)
 		_, err := f.inNode(ctx, node, "", "tc", "qdisc", "del", "dev", f.dev, "root")
 		return err
 	}
-	if err := f.netem(ctx, node, d); err != nil {
+	if err := f.netem(ctx, node, s); err != nil {
 		return err
 	}
-	f.delays[node] = d
+	f.delays[node] = s
 	return nil
 }
 
-func (f *netFaults) netem(ctx context.Context, node string, d time.Duration) error {
-	_, err := f.inNode(ctx, node, "", netemArgs(f.dev, d)...)
+func (f *netFaults) netem(ctx context.Context, node string, s relay.Shape) error {
+	_, err := f.inNode(ctx, node, "", netemArgs(f.dev, s)...)
 	if err != nil && errors.Is(err, ErrCommand) {
 		return fmt.Errorf("%w: tc netem delay on %s: %v", ErrUnsupported, node, err)
 	}
 	return err
 }
 
-// netemArgs is the tc command adding delay d to dev.
-func netemArgs(dev string, d time.Duration) []string {
-	return []string{"tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay",
-		fmt.Sprintf("%dms", max(1, d.Milliseconds()))}
+// netemArgs is the tc command giving dev shape s (tc-netem(8): "delay TIME
+// JITTER", "rate RATE" where bps is bytes per second).
+func netemArgs(dev string, s relay.Shape) []string {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", max(1, d.Milliseconds())) }
+	args := []string{"tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", ms(s.Latency)}
+	if s.Jitter > 0 {
+		args = append(args, ms(s.Jitter))
+	}
+	if s.Bandwidth > 0 {
+		args = append(args, "rate", fmt.Sprintf("%dbps", s.Bandwidth))
+	}
+	return args
 }

@@ -2,9 +2,12 @@ package backend
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // Budgets of the integration tests: a fault must show within faultWait
@@ -123,7 +128,7 @@ func exercise(t *testing.T, ctx context.Context, b Backend) {
 	}
 	waitFor(t, ctx, faultWait, "converged after resume", converged)
 
-	if err := b.Delay("n1", 50*time.Millisecond); err != nil && !errors.Is(err, ErrUnsupported) {
+	if err := b.Delay("n1", relay.Shape{Latency: 50 * time.Millisecond}); err != nil && !errors.Is(err, ErrUnsupported) {
 		t.Errorf("Delay: %v", err)
 	} else if err != nil {
 		t.Logf("Delay unsupported here: %v", err)
@@ -167,6 +172,7 @@ func TestLocalBackend(t *testing.T) {
 	}
 	t.Logf("setup took %v", time.Since(start))
 	checkRules(t, b)
+	checkDelay(t, ctx, b)
 	exercise(t, ctx, b)
 	if err := b.Teardown(); err != nil {
 		t.Fatal(err)
@@ -207,6 +213,45 @@ func checkRules(t *testing.T, b *Local) {
 	}
 	if got := chain(); strings.Contains(got, "DROP") {
 		t.Errorf("rules left after Heal:\n%s", got)
+	}
+}
+
+// checkDelay slows n1's links and sees it from outside: a TLS handshake
+// with n1's advertised internal port, and a miss through n1 (forwarded to
+// its owner or fetched by n1 from the upstream: either way one round trip
+// on a slow link), each take at least one round trip's latency; after
+// Heal the links carry no shape.
+func checkDelay(t *testing.T, ctx context.Context, b *Local) {
+	t.Helper()
+	const oneWay = 600 * time.Millisecond // a round trip under the 2 s slow_call
+	if err := b.Delay("n1", relay.Shape{Latency: oneWay}); err != nil {
+		t.Fatalf("Delay: %v", err)
+	}
+	start := time.Now()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", nodeIP(1)+":"+raftPort,
+		&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+	if err == nil {
+		conn.Close()
+	}
+	if took := time.Since(start); took < 2*oneWay {
+		t.Errorf("a TLS handshake with slowed n1's internal port took %v, want at least %v (%v)", took, 2*oneWay, err)
+	}
+	start = time.Now()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, node(b, "n1").URL+"/comments/stories/9001/comments", nil)
+	req.Header.Set("X-Tenant", "acme")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET through slowed n1: %v", err)
+	}
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != http.StatusOK || took < 2*oneWay {
+		t.Errorf("a miss through slowed n1 answered %d after %v, want 200 after at least %v", resp.StatusCode, took, 2*oneWay)
+	}
+	if err := b.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if s := b.links.of("n1"); !s.IsZero() {
+		t.Errorf("n1 still shaped %v after Heal", s)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // readyTimeout bounds the wait for one node's /-/readyz after it starts.
@@ -28,6 +30,7 @@ type Local struct {
 	net    localNet
 	nodes  []Node
 	faults *netFaults
+	links  *links // the delay fault's relays and shapes
 
 	lock *runLock // held from Setup to Teardown
 
@@ -57,6 +60,7 @@ func NewLocal(cfg Config, routes Routes) (*Local, error) {
 	}
 	// A namespace outlives its node's process, so no node is ever absent.
 	l.faults = newNetFaults(l.run, ips, nsDev, l.enter, func(string) bool { return false })
+	l.links = newLinks(ips)
 	return l, nil
 }
 
@@ -126,8 +130,11 @@ func (l *Local) Setup(ctx context.Context) error {
 	if err := l.net.create(ctx, l.cfg.Nodes); err != nil {
 		return err
 	}
-	for _, n := range l.nodes {
+	for i, n := range l.nodes {
 		if err := l.faults.install(ctx, n.Name); err != nil {
+			return err
+		}
+		if err := l.links.start(n.Name, nsName(i+1), n.IP); err != nil {
 			return err
 		}
 	}
@@ -280,6 +287,17 @@ func (l *Local) signal(name string, sig syscall.Signal) error {
 	return p.waitStopped(sig == syscall.SIGSTOP)
 }
 
+// PID is the process id of the node's running levee (`ip netns exec`
+// execs it in place, so the id is the node's own); false when it is not
+// running. The soak's resource sampler reads /proc with it.
+func (l *Local) PID(name string) (int, bool) {
+	p, err := l.proc(name)
+	if err != nil || !p.alive() {
+		return 0, false
+	}
+	return p.cmd.Process.Pid, true
+}
+
 // Alive reports whether the node's process is running (a paused one is).
 func (l *Local) Alive(name string) bool {
 	p, err := l.proc(name)
@@ -292,8 +310,10 @@ func (l *Local) Partition(groups [][]string) error {
 	return l.faults.partition(context.Background(), groups)
 }
 
-// Heal removes every partition, loss and delay rule.
+// Heal removes every partition, loss and delay rule, and every link
+// shape.
 func (l *Local) Heal() error {
+	l.links.reset()
 	return l.faults.heal(context.Background())
 }
 
@@ -302,9 +322,13 @@ func (l *Local) Loss(name string, pct int) error {
 	return l.faults.loss(context.Background(), name, pct)
 }
 
-// Delay adds d of latency with tc netem; ErrUnsupported without netem.
-func (l *Local) Delay(name string, d time.Duration) error {
-	return l.faults.delay(context.Background(), name, d)
+// Delay gives node name's links shape s, in the relays in front of its
+// internal port and its upstream (see links): no kernel module needed.
+func (l *Local) Delay(name string, s relay.Shape) error {
+	if l.index(name) == 0 {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
+	}
+	return l.links.set(name, s)
 }
 
 // Teardown kills every process and removes the namespaces, veths, bridge
@@ -323,11 +347,12 @@ func (l *Local) Teardown() error {
 		return nil // never set up, or torn down: the names may be another run's now
 	}
 	defer func() { l.lock.release(); l.lock = nil }()
+	linksErr := l.links.close()
 	l.net.cleanup()
 	if out, err := l.run.run(context.Background(), "", "ip", "netns", "list"); err == nil && containsNS(out) {
-		return fmt.Errorf("backend: teardown left namespaces: %s", out)
+		return errors.Join(linksErr, fmt.Errorf("backend: teardown left namespaces: %s", out))
 	}
-	return nil
+	return linksErr
 }
 
 // containsNS reports whether `ip netns list` output names one of ours

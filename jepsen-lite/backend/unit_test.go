@@ -3,7 +3,9 @@ package backend
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -48,12 +51,15 @@ func TestLocalNodeYAMLValidates(t *testing.T) {
 			checkEq(t, "name", c.Node.Name, nodeName(tc.i))
 			checkEq(t, "http", c.Node.HTTP, ip+":8080")
 			checkEq(t, "gossip", c.Node.Gossip, ip+":7946")
-			checkEq(t, "raft", c.Node.Raft, ip+":8300")
+			// The internal port hides behind its relay, which peers reach
+			// at the advertised address (see links).
+			checkEq(t, "raft", c.Node.Raft, "127.0.0.1:8300")
+			checkEq(t, "advertised raft", c.Node.Advertised(c.Node.Raft), ip+":8300")
 			checkEq(t, "join", len(c.Node.Join), tc.nodes)
 			checkEq(t, "bootstrap_expect", c.Node.BootstrapExpect, tc.bootstrap)
 			checkEq(t, "rejoin_interval", c.Cluster.RejoinInterval.D(), 2*time.Second)
 			checkEq(t, "secret", c.Cluster.Secret, "chaos-secret-123456")
-			checkRoute(t, c, "http://10.88.0.1:9000/api/", r)
+			checkRoute(t, c, "http://127.0.0.1:9000/api/", r)
 		})
 	}
 }
@@ -255,10 +261,48 @@ func TestUnknownNodeIsSentinel(t *testing.T) {
 }
 
 func TestNetemArgs(t *testing.T) {
-	checkEq(t, "args", strings.Join(netemArgs("eth0", 150*time.Millisecond), " "),
+	ms := time.Millisecond
+	checkEq(t, "args", strings.Join(netemArgs("eth0", relay.Shape{Latency: 150 * ms}), " "),
 		"tc qdisc replace dev eth0 root netem delay 150ms")
-	checkEq(t, "sub-ms rounds up", strings.Join(netemArgs("eth0", time.Microsecond), " "),
+	checkEq(t, "sub-ms rounds up", strings.Join(netemArgs("eth0", relay.Shape{Latency: time.Microsecond}), " "),
 		"tc qdisc replace dev eth0 root netem delay 1ms")
+	checkEq(t, "jitter and rate", strings.Join(netemArgs("eth0", relay.Shape{Latency: 300 * ms, Jitter: 100 * ms, Bandwidth: 262144}), " "),
+		"tc qdisc replace dev eth0 root netem delay 300ms 100ms rate 262144bps")
+}
+
+func TestLinksShapeAConnectionByBothEnds(t *testing.T) {
+	ms := time.Millisecond
+	l := newLinks(map[string]string{"n1": "10.88.0.11", "n2": "10.88.0.12", "n3": "10.88.0.13"})
+	slow := relay.Shape{Latency: 300 * ms, Jitter: 100 * ms, Bandwidth: 64 << 10}
+	if err := l.set("n2", slow); err != nil {
+		t.Fatal(err)
+	}
+	addr := func(s string) net.Addr { a, _ := net.ResolveTCPAddr("tcp", s); return a }
+	cases := []struct {
+		name, into, from string
+		want             relay.Shape
+	}{
+		{"into the slow node from a peer", "n2", "10.88.0.11:40000", slow},
+		{"out of the slow node into a peer", "n1", "10.88.0.12:40000", slow},
+		{"between two healthy nodes", "n1", "10.88.0.13:40000", relay.Shape{}},
+		{"the slow node to its upstream", "n2", "127.0.0.1:40000", slow},
+		{"a healthy node to its upstream", "n3", "127.0.0.1:40000", relay.Shape{}},
+		{"the slow node to itself", "n2", "10.88.0.12:40000", slow.Plus(slow)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := l.into(c.into)(addr(c.from)); got != c.want {
+				t.Fatalf("into(%s) from %s = %v, want %v", c.into, c.from, got, c.want)
+			}
+		})
+	}
+	if err := l.set("n1", relay.Shape{Latency: -ms}); !errors.Is(err, relay.ErrBadShape) {
+		t.Fatalf("set(negative latency) = %v, want ErrBadShape", err)
+	}
+	l.reset()
+	if got := l.into("n1")(addr("10.88.0.12:40000")); !got.IsZero() {
+		t.Fatalf("after reset a link still has shape %v", got)
+	}
 }
 
 func TestCheckConfig(t *testing.T) {
@@ -441,5 +485,48 @@ func waitForFile(t *testing.T, path string) {
 			t.Fatalf("%s never appeared", path)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestInNetnsLeavesNoThreadInTheNamespace runs sockets into a scratch
+// namespace many times, then checks no thread of this process is left
+// in it: `ip netns pids` would list the process, and Teardown kill it.
+func TestInNetnsLeavesNoThreadInTheNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: ip netns add")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs the ip command (iproute2)")
+	}
+	ns := namePrefix + "-test-" + strconv.Itoa(os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Skipf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+	exec.Command("ip", "-n", ns, "link", "set", "lo", "up").Run()
+	var lns []net.Listener
+	for range 50 {
+		var ln net.Listener
+		if err := inNetns(ns, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		ln.Close()
+	}
+	out, err := exec.Command("ip", "netns", "pids", ns).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip netns pids: %v: %s", err, out)
+	}
+	if slices.Contains(parsePids(string(out)), os.Getpid()) {
+		t.Fatalf("this process is still in %s", ns)
+	}
+	self, _ := os.Readlink("/proc/self/ns/net")
+	entries, _ := os.ReadDir("/proc/self/task")
+	for _, e := range entries {
+		if got, _ := os.Readlink("/proc/self/task/" + e.Name() + "/ns/net"); got != self {
+			t.Fatalf("thread %s is in %s, not the process's namespace %s", e.Name(), got, self)
+		}
 	}
 }

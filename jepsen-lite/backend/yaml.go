@@ -41,6 +41,7 @@ type (
 		DataDir         string   `yaml:"data_dir"`
 		Gossip          string   `yaml:"gossip,omitempty"`
 		Raft            string   `yaml:"raft,omitempty"`
+		Advertise       string   `yaml:"advertise,omitempty"`
 		Join            []string `yaml:"join,omitempty"`
 		BootstrapExpect int      `yaml:"bootstrap_expect,omitempty"`
 		ShutdownTimeout string   `yaml:"shutdown_timeout"`
@@ -105,7 +106,9 @@ func clusterSection(cfg Config) fileCluster {
 }
 
 // localNodeYAML is the config of node i (1-based) of the local backend:
-// every listener on the node's own IP inside its namespace.
+// HTTP and gossip on the node's own IP inside its namespace; the internal
+// port on loopback, advertised at the node's IP where its relay listens;
+// the upstream through the node's upstream relay (see links).
 func localNodeYAML(cfg Config, r Routes, i int, dataDir string) ([]byte, error) {
 	ip := nodeIP(i)
 	join := make([]string, cfg.Nodes)
@@ -114,12 +117,12 @@ func localNodeYAML(cfg Config, r Routes, i int, dataDir string) ([]byte, error) 
 	}
 	fc := fileConfig{
 		Node: fileNode{Name: nodeName(i), HTTP: ip + ":8080", DataDir: dataDir,
-			Gossip: ip + ":7946", Raft: ip + ":8300", Join: join,
+			Gossip: ip + ":7946", Raft: raftBehind, Advertise: ip, Join: join,
 			BootstrapExpect: min(cfg.Nodes, 3), ShutdownTimeout: "5s"},
 		Cluster: clusterSection(cfg),
 		Cache:   cacheSection(r),
 		Queue:   queueSection(r),
-		Routes:  []fileRoute{commentsRoute("http://"+bridgeIP+":9000/api/", r)},
+		Routes:  []fileRoute{commentsRoute("http://"+upstreamRelay+"/api/", r)},
 	}
 	return yaml.Marshal(fc)
 }

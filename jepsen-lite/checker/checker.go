@@ -36,11 +36,15 @@ func All() []Func {
 		BreakerAgreement, Convergence, BreakerDurability, Availability, RetryAfter, Queue}
 }
 
-// Check runs every checker over h.
+// Check runs every checker over h, and the resources checker too when h
+// is a soak run's.
 func Check(h *History, cfg Config) []Result {
 	var out []Result
 	for _, f := range All() {
 		out = append(out, f(h, cfg))
+	}
+	if h.Meta.Soak != nil || len(h.Resources) > 0 {
+		out = append(out, Resources(h, cfg))
 	}
 	return out
 }

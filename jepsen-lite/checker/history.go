@@ -22,6 +22,22 @@ type Meta struct {
 	End int64 `json:"end"`
 	// AliveAtEnd is each node's process liveness after the quiet period.
 	AliveAtEnd map[string]bool `json:"alive_at_end"`
+	// Soak is set when the run sampled each node's resources (jepsen-lite
+	// -sample-resources): the resources checker judges them by it. nil
+	// in every other run.
+	Soak *Soak `json:"soak,omitempty"`
+}
+
+// Soak is how a soak run sampled and how its resources are judged.
+type Soak struct {
+	// Every is the sampling period (10s).
+	Every time.Duration `json:"every"`
+	// Warmup is the time at the start of the run the check leaves out:
+	// caches and Raft logs fill, goroutine pools start (10m).
+	Warmup time.Duration `json:"warmup"`
+	// Window is the span each median is taken over: the reference window
+	// starts at Warmup, the last one ends with the run (10m).
+	Window time.Duration `json:"window"`
 }
 
 // History is everything a run recorded.
@@ -37,6 +53,9 @@ type History struct {
 	// a history that predates the queue workload.
 	Enqueues  []history.Enqueue
 	JobStates []history.JobStatus
+	// Resources are each node process's RSS, goroutines and open fds,
+	// sampled in a soak run; empty otherwise.
+	Resources []history.Resources
 }
 
 // Config holds the checkers' tolerances; each is stated in the README.
@@ -85,12 +104,22 @@ type Config struct {
 	HealthyAvailability float64
 	// MaxViolations bounds the violations listed per checker. Default 10.
 	MaxViolations int
+	// RSSGrowth is the most a node's RSS may grow after the warmup: the
+	// median of the last window over that of the first. Default 0.10.
+	RSSGrowth float64
+	// Drift bounds goroutines and fds after the warmup: no window's
+	// median above Drift × the first window's. Default 1.2.
+	Drift float64
+	// Ceiling bounds goroutines and fds after the warmup: no sample above
+	// Ceiling × the highest of the warmup. Default 2.
+	Ceiling float64
 }
 
 // DefaultConfig returns the documented tolerances.
 func DefaultConfig() Config {
 	return Config{Settle: 5 * time.Second, ClockSlack: time.Second, Propagation: 2 * time.Second,
-		Converge: 30 * time.Second, RestartConverge: 20 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, PersistMargin: time.Second, RetryAfterSlack: 250 * time.Millisecond, HealthyAvailability: 0.99, MaxViolations: 10}
+		Converge: 30 * time.Second, RestartConverge: 20 * time.Second, KillDetect: 10 * time.Second, CatchUpGrace: 15 * time.Second, PersistMargin: time.Second, RetryAfterSlack: 250 * time.Millisecond, HealthyAvailability: 0.99, MaxViolations: 10,
+		RSSGrowth: 0.10, Drift: 1.2, Ceiling: 2}
 }
 
 // read is one client operation: an invoke paired with its completion.

@@ -205,3 +205,19 @@ type Membership struct {
 	// Voters is the voter set of this node's latest Raft configuration.
 	Voters []string `json:"voters,omitempty"`
 }
+
+// Resources is one node process's resource use, sampled (a soak run:
+// jepsen-lite -sample-resources). RSS and FDs come from /proc, Goroutines
+// from the node's /metrics (go_goroutines); -1 where that read failed.
+type Resources struct {
+	Time int64  `json:"time"`
+	Node string `json:"node"`
+	PID  int    `json:"pid"`
+	RSS  int64  `json:"rss"` // bytes, /proc/PID/status VmRSS
+	// RSSAnon and RSSFile split RSS (RssAnon, RssFile): heap and stacks,
+	// and mapped files (the binary's pages, raft.db through bolt's mmap).
+	RSSAnon    int64 `json:"rss_anon,omitempty"`
+	RSSFile    int64 `json:"rss_file,omitempty"`
+	FDs        int   `json:"fds"` // entries of /proc/PID/fd
+	Goroutines int   `json:"goroutines"`
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/history"
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -259,14 +260,16 @@ func TestScheduleSeedsDiffer(t *testing.T) {
 	}
 }
 
-// fakeBackend records calls; Delay is unsupported, like a kernel without
-// sch_netem. Stop fails with stopErr for the nodes it names.
+// fakeBackend records calls. Delay fails with delayErr (ErrUnsupported:
+// like docker on a kernel without sch_netem); Stop fails with stopErr for
+// the nodes it names.
 type fakeBackend struct {
 	mu       sync.Mutex
 	calls    []string
 	upstream string
 	nodes    []backend.Node
 	stopErr  map[string]error
+	delayErr error
 }
 
 func (f *fakeBackend) log(format string, args ...any) error {
@@ -287,9 +290,12 @@ func (f *fakeBackend) Restart(_ context.Context, n string) error { return f.log(
 func (f *fakeBackend) Pause(n string) error                      { return f.log("pause %s", n) }
 func (f *fakeBackend) Resume(n string) error                     { return f.log("resume %s", n) }
 func (f *fakeBackend) Loss(n string, p int) error                { return f.log("loss %s %d", n, p) }
-func (f *fakeBackend) Delay(string, time.Duration) error         { return backend.ErrUnsupported }
-func (f *fakeBackend) Alive(string) bool                         { return true }
-func (f *fakeBackend) Teardown() error                           { return nil }
+func (f *fakeBackend) Delay(n string, s relay.Shape) error {
+	f.log("delay %s %v", n, s)
+	return f.delayErr
+}
+func (f *fakeBackend) Alive(string) bool { return true }
+func (f *fakeBackend) Teardown() error   { return nil }
 
 func (f *fakeBackend) Stop(_ context.Context, n string) error {
 	f.log("stop %s", n)
@@ -331,6 +337,8 @@ func TestRunnerInjectsAndUndoes(t *testing.T) {
 		want    []string // backend calls, in order
 		targets []string
 		skipped bool
+		// delayErr is the backend's answer to Delay.
+		delayErr error
 	}{
 		{kind: IsolateLeader, want: []string{"partition [[n2] [n1 n3]]", "heal"}, targets: []string{"n2"}},
 		{kind: IsolateOwner, want: []string{"partition [[n3] [n1 n2]]", "heal"}, targets: []string{"n3"}},
@@ -338,17 +346,23 @@ func TestRunnerInjectsAndUndoes(t *testing.T) {
 		{kind: UpstreamDown, want: []string{`upstream POST {"mode":"down"}`, "upstream DELETE "}},
 		{kind: Upstream429, want: []string{`upstream POST {"mode":"ratelimit","retry_after":2}`, "upstream DELETE "}},
 		{kind: UpstreamSlow, want: []string{`upstream POST {"delay":"3s","mode":"slow"}`, "upstream DELETE "}},
-		{kind: Delay, skipped: true},
+		{kind: Delay, want: []string{"delay {target} 300ms±100ms 256KiB/s", "heal"}},
+		{kind: Delay, delayErr: backend.ErrUnsupported, want: []string{"delay {target} 300ms±100ms 256KiB/s"}, skipped: true},
 		{kind: UpstreamDownKillOwner, want: []string{`upstream POST {"mode":"down"}`, "kill n3", "restart n3", "upstream DELETE "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind, func(t *testing.T) {
-			fb := &fakeBackend{}
+			fb := &fakeBackend{delayErr: tc.delayErr}
 			fakeCluster(t, fb)
 			var got []history.Fault
 			r := New(Config{Backend: fb, Start: time.Now(), Record: func(f history.Fault) { got = append(got, f) }})
 			defer r.Close()
 			r.Run(context.Background(), []Window{{Kind: tc.kind, Start: 0, Length: 30 * time.Millisecond}})
+			if len(got) > 0 && len(got[0].Targets) == 1 { // a random node's fault names its target
+				for i, w := range tc.want {
+					tc.want[i] = strings.ReplaceAll(w, "{target}", got[0].Targets[0])
+				}
+			}
 			if !slices.Equal(fb.calls, tc.want) {
 				t.Errorf("backend calls = %q, want %q", fb.calls, tc.want)
 			}

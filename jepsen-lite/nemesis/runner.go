@@ -15,6 +15,7 @@ import (
 
 	"github.com/levee/levee/jepsen-lite/backend"
 	"github.com/levee/levee/jepsen-lite/history"
+	"github.com/levee/levee/jepsen-lite/relay"
 )
 
 // undoTimeout bounds undoing one fault (a restart waits for readiness).
@@ -35,8 +36,9 @@ type Config struct {
 	HotPath, HotTenant string
 	// LossPct is the packet loss of "loss", in percent. Default 40.
 	LossPct int
-	// DelayBy is the latency of "delay". Default 300ms.
-	DelayBy time.Duration
+	// Delay is the shape "delay" gives one node's links, to its peers and
+	// to the upstream. Default DefaultDelay().
+	Delay relay.Shape
 	// RejoinWait bounds how long a rolling restart waits for a restarted
 	// node to rejoin (every node alive everywhere, one leader, every node
 	// a voter) before it stops the roll. Default 30s.
@@ -48,6 +50,15 @@ type Config struct {
 	MinGap time.Duration
 	// Log receives every injection and undo. Default nil: discarded.
 	Log *slog.Logger
+}
+
+// DefaultDelay is the "delay" fault's shape: 300 ms ± 100 ms each way,
+// 256 KiB/s. A round trip on a slow link (400–800 ms) is below the
+// chaos routes' 2 s slow_call and 5 s forward_timeout, so the fault slows
+// heartbeats, forwards, replication and the slow node's upstream calls
+// without turning into the outage the partition kinds already are.
+func DefaultDelay() relay.Shape {
+	return relay.Shape{Latency: 300 * time.Millisecond, Jitter: 100 * time.Millisecond, Bandwidth: 256 << 10}
 }
 
 // Runner walks a schedule. Run and HealAll are called from one goroutine.
@@ -69,8 +80,8 @@ func New(cfg Config) *Runner {
 	if cfg.LossPct == 0 {
 		cfg.LossPct = 40
 	}
-	if cfg.DelayBy == 0 {
-		cfg.DelayBy = 300 * time.Millisecond
+	if cfg.Delay.IsZero() {
+		cfg.Delay = DefaultDelay()
 	}
 	if cfg.RejoinWait == 0 {
 		cfg.RejoinWait = 30 * time.Second

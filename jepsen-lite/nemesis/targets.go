@@ -173,8 +173,8 @@ func (r *Runner) degrade(f *history.Fault) (func(context.Context) error, error) 
 		f.Note = fmt.Sprintf("%d%% loss", r.cfg.LossPct)
 		return heal, r.b.Loss(n, r.cfg.LossPct)
 	}
-	f.Note = fmt.Sprintf("%v delay", r.cfg.DelayBy)
-	return heal, r.b.Delay(n, r.cfg.DelayBy)
+	f.Note = fmt.Sprintf("%v delay", r.cfg.Delay)
+	return heal, r.b.Delay(n, r.cfg.Delay)
 }
 
 // watchTrip polls every node's breaker during an upstream outage until all

@@ -22,6 +22,7 @@ const (
 	FaultsFile     = "faults.jsonl"
 	JobsFile       = "jobs.jsonl"
 	JobStatesFile  = "job_states.jsonl"
+	ResourcesFile  = "resources.jsonl" // a soak run's samples
 	MetaFile       = "meta.json"
 )
 
@@ -49,7 +50,17 @@ func Save(dir string, h *checker.History) error {
 		writeJSONL(filepath.Join(dir, FaultsFile), h.Faults),
 		writeJSONL(filepath.Join(dir, JobsFile), h.Enqueues),
 		writeJSONL(filepath.Join(dir, JobStatesFile), h.JobStates),
+		writeResources(dir, h.Resources),
 	)
+}
+
+// writeResources saves a soak run's samples; a run without them gets no
+// file.
+func writeResources(dir string, rs []history.Resources) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	return writeJSONL(filepath.Join(dir, ResourcesFile), rs)
 }
 
 func writeJSONL[T any](path string, rows []T) error {
@@ -86,6 +97,7 @@ func Load(dir string) (*checker.History, error) {
 		readFile(dir, FaultsFile, &h.Faults),
 		readOptional(dir, JobsFile, &h.Enqueues),
 		readOptional(dir, JobStatesFile, &h.JobStates),
+		readOptional(dir, ResourcesFile, &h.Resources),
 	)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,10 @@ body{font-family:sans-serif;margin:20px;color:#222}table{border-collapse:collaps
 	p.throughput(&b)
 	b.WriteString("<h2>Breaker state per node (closed green, open red, half-open orange, unreachable grey)</h2>")
 	p.breakers(&b)
+	if len(h.Resources) > 0 {
+		b.WriteString("<h2>Node resources, sampled (soak; also in " + ResourcesPlot + ")</h2>")
+		b.WriteString(resourcesSVG(h))
+	}
 	writeFaults(&b, h.Faults)
 	b.WriteString("</body></html>\n")
 	_, err := io.WriteString(w, b.String())

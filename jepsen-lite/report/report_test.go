@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/xml"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -139,5 +141,100 @@ func TestSummaryAndHTML(t *testing.T) {
 	// Self-contained: no external assets, the only URL is the SVG namespace.
 	if strings.Contains(s, "src=") || strings.Contains(s, "href=") || strings.Count(s, "http") != strings.Count(s, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Error("report references something external")
+	}
+}
+
+// soakSample is sample() as a soak: resources sampled every 10 s, n2 down
+// between 30 s and 50 s.
+func soakSample() *checker.History {
+	h := sample()
+	h.Meta.End = int64(90 * time.Second)
+	h.Meta.Soak = &checker.Soak{Every: 10 * time.Second, Warmup: 20 * time.Second, Window: 30 * time.Second}
+	for s := int64(0); s <= 90; s += 10 {
+		for i, n := range h.Meta.Nodes {
+			if n == "n2" && s >= 30 && s < 50 {
+				continue
+			}
+			h.Resources = append(h.Resources, history.Resources{Time: s * 1e9, Node: n, PID: 100 + i,
+				RSS: (40 + s) << 20, FDs: 30 + int(s/10), Goroutines: 200 + int(s)})
+		}
+	}
+	return h
+}
+
+func TestSoakSaveLoadRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	h := soakSample()
+	if err := Save(dir, h); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Resources, h.Resources) || !reflect.DeepEqual(got.Meta.Soak, h.Meta.Soak) {
+		t.Fatalf("round trip lost the soak: got %+v %+v", got.Meta.Soak, len(got.Resources))
+	}
+	if _, err := os.Stat(filepath.Join(t.TempDir(), ResourcesFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("unexpected file")
+	}
+	plain := t.TempDir()
+	if err := Save(plain, sample()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(plain, ResourcesFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a run without samples wrote %s (%v)", ResourcesFile, err)
+	}
+}
+
+// TestResourcesSVGDrawsEveryNodeAndPanel parses the plot as XML and counts
+// its lines: three panels, one line per node, and n2's broken where it was
+// down.
+func TestResourcesSVGDrawsEveryNodeAndPanel(t *testing.T) {
+	var buf bytes.Buffer
+	if err := ResourcesSVG(&buf, soakSample()); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&buf)
+	lines, texts := 0, []string{}
+	inText := false
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the plot is not well-formed XML: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			lines += map[bool]int{true: 1}[el.Name.Local == "polyline"]
+			inText = el.Name.Local == "text"
+		case xml.CharData:
+			if inText {
+				texts = append(texts, string(el))
+			}
+		case xml.EndElement:
+			inText = false
+		}
+	}
+	// 3 panels × (n1: one line, n2: two, broken at its outage).
+	if lines != 9 {
+		t.Errorf("%d polylines, want 9", lines)
+	}
+	all := strings.Join(texts, "|")
+	for _, want := range []string{"RSS (MiB)", "goroutines", "open fds", "n1", "n2", "1m"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("plot lacks the text %q: %s", want, all)
+		}
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	cases := map[float64]float64{0: 1, 0.3: 0.5, 1: 1, 7: 10, 42: 50, 130: 200, 999: 1000, 1001: 2000}
+	for v, want := range cases {
+		if got := niceCeil(v); got != want {
+			t.Errorf("niceCeil(%v) = %v, want %v", v, got, want)
+		}
 	}
 }

@@ -33,6 +33,7 @@ type Recorder struct {
 	faults   []history.Fault
 	enqueues []history.Enqueue
 	jobs     []history.JobStatus
+	res      []history.Resources
 }
 
 // NewRecorder returns an empty Recorder.
@@ -93,6 +94,13 @@ func (r *Recorder) JobStatus(s history.JobStatus) {
 	r.jobs = append(r.jobs, s)
 }
 
+// Resources appends one node process's resource sample (a soak run).
+func (r *Recorder) Resources(x history.Resources) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res = append(r.res, x)
+}
+
 // Snapshot is a copy of everything recorded so far.
 type Snapshot struct {
 	Ops       []history.Op
@@ -102,6 +110,7 @@ type Snapshot struct {
 	Faults    []history.Fault
 	Enqueues  []history.Enqueue
 	JobStates []history.JobStatus
+	Resources []history.Resources
 }
 
 // Snapshot copies the history recorded so far.
@@ -116,5 +125,6 @@ func (r *Recorder) Snapshot() Snapshot {
 		Faults:    append([]history.Fault(nil), r.faults...),
 		Enqueues:  append([]history.Enqueue(nil), r.enqueues...),
 		JobStates: append([]history.JobStatus(nil), r.jobs...),
+		Resources: append([]history.Resources(nil), r.res...),
 	}
 }

@@ -1,0 +1,182 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/levee/levee/jepsen-lite/history"
+)
+
+// Default soak plan, when a history has samples but no Meta.Soak.
+const (
+	defaultSoakWarmup = 10 * time.Minute
+	defaultSoakWindow = 10 * time.Minute
+	// minWindowSamples is the fewest samples a window's median is taken
+	// over (a node down most of a window has no figure for it).
+	minWindowSamples = 3
+)
+
+// Resources checks that no node process leaks, judged per node from the
+// samples after the warmup (Meta.Soak.Warmup, 10 minutes), in windows of
+// Meta.Soak.Window (10 minutes) starting there, the last one ending with
+// the run:
+//
+//   - RSS grows less than RSSGrowth (10 %): the median of the last window
+//     is below (1 + RSSGrowth) × the median of the first;
+//   - goroutines and open fds stay bounded: no window's median is above
+//     Drift (1.2) × the first window's, and no sample after the warmup
+//     is above Ceiling (2) × the highest sample of the warmup.
+//
+// Medians over whole windows, not single samples, because the mixed
+// nemesis restarts nodes every few minutes: a fresh process's RSS is low
+// until its cache fills, and a partition holds goroutines for its
+// length; neither is growth. A leak shows as a window median that climbs
+// from one window to the next, whatever the restarts, because every
+// incarnation of a node inherits its data dir (Raft log, snapshots,
+// cache file) from the one before.
+func Resources(h *History, cfg Config) Result {
+	b := newResult("resources", cfg)
+	plan := Soak{Every: 0, Warmup: defaultSoakWarmup, Window: defaultSoakWindow}
+	if h.Meta.Soak != nil {
+		plan = *h.Meta.Soak
+	}
+	warm, win, end := plan.Warmup.Nanoseconds(), plan.Window.Nanoseconds(), h.Meta.End
+	b.fig("plan", "warmup %v, windows of %v, %d samples", plan.Warmup, plan.Window, len(h.Resources))
+	if win <= 0 || end-warm < 2*win {
+		b.violate(end, "a run of %v is too short to judge: it needs the warmup (%v) and two windows (%v each)",
+			time.Duration(end).Round(time.Second), plan.Warmup, plan.Window)
+		return b.done()
+	}
+	by := map[string][]history.Resources{}
+	for _, r := range h.Resources {
+		by[r.Node] = append(by[r.Node], r)
+	}
+	for _, n := range h.Meta.Nodes {
+		judgeNode(b, n, by[n], warm, win, end, cfg)
+	}
+	return b.done()
+}
+
+// judgeNode checks one node's samples and adds its figures.
+func judgeNode(b *result, node string, rs []history.Resources, warm, win, end int64, cfg Config) {
+	slices.SortFunc(rs, func(x, y history.Resources) int { return cmpInt(x.Time, y.Time) })
+	if len(rs) == 0 {
+		b.violate(end, "%s: no samples", node)
+		return
+	}
+	rss := metric{name: "rss", get: func(r history.Resources) float64 { return float64(r.RSS) }, unit: mib}
+	gor := metric{name: "goroutines", get: func(r history.Resources) float64 { return float64(r.Goroutines) }, unit: count}
+	fds := metric{name: "fds", get: func(r history.Resources) float64 { return float64(r.FDs) }, unit: count}
+	for _, m := range []metric{rss, gor, fds} {
+		w := m.windows(rs, warm, win, end)
+		if len(w) < 2 || w[0].n < minWindowSamples || w[len(w)-1].n < minWindowSamples {
+			b.violate(end, "%s %s: too few samples after the warmup to judge (%v)", node, m.name, w)
+			continue
+		}
+		first, last := w[0].median, w[len(w)-1].median
+		warmMax, afterMax := m.max(rs, 0, warm), m.max(rs, warm, end+1)
+		b.fig(node+" "+m.name, "start %s, after warmup %s, window medians %s, end %s (%+.1f%%), max %s (warmup max %s)",
+			m.unit(m.get(rs[0])), m.unit(first), m.list(w), m.unit(last), 100*(last/first-1), m.unit(afterMax), m.unit(warmMax))
+		if m.name == "rss" {
+			if last >= (1+cfg.RSSGrowth)*first {
+				b.violate(end, "%s rss grew %.1f%% after the warmup (median %s in the first window, %s in the last; bound %.0f%%)",
+					node, 100*(last/first-1), m.unit(first), m.unit(last), 100*cfg.RSSGrowth)
+			}
+			continue
+		}
+		for _, x := range w[1:] {
+			if x.n >= minWindowSamples && x.median > cfg.Drift*first {
+				b.violate(x.from, "%s %s drifted up: window from %s has median %s, over %.1f× the first window's %s",
+					node, m.name, secs(x.from), m.unit(x.median), cfg.Drift, m.unit(first))
+			}
+		}
+		if warmMax > 0 && afterMax > cfg.Ceiling*warmMax {
+			b.violate(end, "%s %s reached %s after the warmup, over %.0f× the warmup's highest %s",
+				node, m.name, m.unit(afterMax), cfg.Ceiling, m.unit(warmMax))
+		}
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// metric is one sampled figure; samples where it is unknown (< 0: a
+// /metrics that did not answer) are left out.
+type metric struct {
+	name string
+	get  func(history.Resources) float64
+	unit func(float64) string
+}
+
+// window is the median of a metric over [from, to).
+type window struct {
+	from, to int64
+	median   float64
+	n        int
+}
+
+func (w window) String() string {
+	return fmt.Sprintf("%s–%s: %d samples", secs(w.from), secs(w.to), w.n)
+}
+
+// windows are the medians of consecutive windows of win from warm; the
+// last one is [end − win, end] so that it always spans a whole window
+// (it may overlap the one before).
+func (m metric) windows(rs []history.Resources, warm, win, end int64) []window {
+	var out []window
+	for from := warm; from+win <= end; from += win {
+		out = append(out, m.window(rs, from, from+win))
+	}
+	if len(out) > 0 && out[len(out)-1].to < end {
+		out = append(out, m.window(rs, end-win, end+1))
+	}
+	return out
+}
+
+func (m metric) window(rs []history.Resources, from, to int64) window {
+	var vs []float64
+	for _, r := range rs {
+		if v := m.get(r); r.Time >= from && r.Time < to && v >= 0 {
+			vs = append(vs, v)
+		}
+	}
+	w := window{from: from, to: to, n: len(vs)}
+	if len(vs) > 0 {
+		slices.Sort(vs)
+		w.median = vs[len(vs)/2]
+	}
+	return w
+}
+
+// max is the highest known value in [from, to); 0 when none.
+func (m metric) max(rs []history.Resources, from, to int64) float64 {
+	top := 0.0
+	for _, r := range rs {
+		if r.Time >= from && r.Time < to {
+			top = max(top, m.get(r))
+		}
+	}
+	return top
+}
+
+func (m metric) list(ws []window) string {
+	out := ""
+	for i, w := range ws {
+		if i > 0 {
+			out += " "
+		}
+		out += m.unit(w.median)
+	}
+	return out
+}
+
+func mib(v float64) string   { return fmt.Sprintf("%.1fMiB", v/(1<<20)) }
+func count(v float64) string { return fmt.Sprintf("%.0f", v) }
