@@ -22,8 +22,8 @@ func (e *Engine) owns(rt *Route, r *Request) bool {
 // A copy older than have is ignored. When replicaFirst already asked for
 // this request, its answer is used instead of asking again.
 func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string, have *store.Entry, asked replicaAnswer) *Response {
-	if e.cfg.Recover == nil || ctx.Err() != nil {
-		return nil
+	if e.cfg.Recover == nil || ctx.Err() != nil || !e.canRecover() {
+		return nil // nobody asked: the key's recheck is not spent
 	}
 	e.recheck.due(pkey, e.cfg.Now()) // whatever the answer, this key was just checked
 	ent, ok := asked.entry, asked.entry != nil
@@ -91,6 +91,11 @@ func (e *Engine) keepRecovered(rt *Route, pkey string, h http.Header, ent *store
 	if e.Put(VaryKey(pkey, vary, h), ent) {
 		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, ent.StoredAt.Add(-rt.Retry.Budget))))
 	}
+}
+
+// canRecover reports whether Config.Recover has anyone to ask now.
+func (e *Engine) canRecover() bool {
+	return e.cfg.CanRecover == nil || e.cfg.CanRecover()
 }
 
 // recheckEvery bounds how often an owner serving stale-if-error asks the

@@ -309,3 +309,52 @@ func TestARecoveredVariantLeadsToNoVariantFromBeforeAWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerAsksAgainOncePeersAreKnown: an owner serving its own copy
+// stale-if-error spends the key's recheck only on an ask that reached
+// someone. The first one-hour soak (docs/chaos.md): n5 restarted, answered
+// from its cache file before gossip had found a peer (its one ask reached
+// nobody), and then served that older copy for the 5 s of the recheck
+// while n4, owner in the meantime, held two newer versions.
+func TestOwnerAsksAgainOncePeersAreKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.serve(t, get("s/1"))
+		time.Sleep(31 * time.Second) // expired, inside stale-if-error
+		var mu sync.Mutex
+		peers := false
+		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
+			time.Now().Add(-time.Second), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
+		lookup := func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+			mu.Lock()
+			known := peers
+			mu.Unlock()
+			if !known {
+				return nil, false // nobody to ask, as replica.Recover without live peers
+			}
+			return fr.recover(ctx, rkey, pkey, h)
+		}
+		withOwnership(t, rg, lookup, true)
+		cfg := rg.engine.cfg
+		cfg.CanRecover = func() bool { mu.Lock(); defer mu.Unlock(); return peers }
+		eng, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(eng.Close)
+		rg.engine = eng
+		rg.up.set(reply(503, "down"))
+
+		wantResult(t, rg.serve(t, get("s/1")), Stale, "hello") // alone: its own copy
+		mu.Lock()
+		peers = true // gossip found the interim owner
+		mu.Unlock()
+		time.Sleep(time.Second) // well inside recheckEvery
+		wantResult(t, rg.serve(t, get("s/1")), Stale, "from replica")
+		if fr.calls() != 1 {
+			t.Fatalf("replicas asked %d times once known, want 1", fr.calls())
+		}
+	})
+}
