@@ -288,9 +288,18 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 	// version through the owner does not see an older one now. The owner's
 	// copy is normally the newest, but ownership may have just moved to it,
 	// so it also checks, at most once per recheckEvery per key.
+	// Requests that come while the key's replicas are being asked wait for
+	// that ask (afterRecheck) instead of serving the copy it may replace.
 	local := e.staleIfError(ent, e.cfg.Now())
-	if local != nil && e.owns(rt, r) && (!e.canRecover() || !e.recheck.due(pkey, e.cfg.Now())) {
-		return local, nil
+	if local != nil && e.owns(rt, r) {
+		if !e.canRecover() {
+			return local, nil
+		}
+		end, due := e.recheck.start(pkey, e.cfg.Now())
+		if !due {
+			return e.afterRecheck(ctx, pkey, r.Header, ent, local), nil
+		}
+		defer end() // after recover below has kept what it found
 	}
 	if stale := e.recover(ctx, rt, r, pkey, ent, asked); stale != nil {
 		return stale, nil
