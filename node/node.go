@@ -236,7 +236,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 	}
 	if n.cluster != nil {
 		rep := n.cluster.Replicator
-		pc.OnStore, pc.Recover, pc.Owns = rep.OnStore, rep.Recover, rep.Owns
+		pc.OnStore, pc.Recover, pc.CanRecover, pc.Owns = rep.OnStore, rep.Recover, rep.CanRecover, rep.Owns
 		pc.OnInvalidate, pc.OnPurge = rep.OnInvalidate, rep.Purge
 	}
 	n.engine, err = proxy.New(pc)

@@ -82,6 +82,14 @@ type Config struct {
 	// request's goroutine and should bound its own wait. Default nil: no
 	// recovery.
 	Recover func(ctx context.Context, routingKey, primaryKey string, h http.Header) (*store.Entry, bool)
+	// CanRecover, when set, reports whether Recover has anyone to ask now
+	// (a live peer). While it says no, an owner serving its own copy
+	// stale-if-error does not spend the key's recheck (one replica ask per
+	// key per 5 s): a node that has just restarted, and answers from its
+	// cache file before gossip has found its peers, would otherwise ask
+	// nobody, then serve that older copy for 5 s more after joining while
+	// the interim owner holds a newer one. Default nil: always.
+	CanRecover func() bool
 	// OnInvalidate, when set, is called after a write (an unsafe method the
 	// upstream may have applied) removed its URL's answers from this
 	// node's cache, with the URL's routing key, the write's time and the
@@ -280,9 +288,18 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 	// version through the owner does not see an older one now. The owner's
 	// copy is normally the newest, but ownership may have just moved to it,
 	// so it also checks, at most once per recheckEvery per key.
+	// Requests that come while the key's replicas are being asked wait for
+	// that ask (afterRecheck) instead of serving the copy it may replace.
 	local := e.staleIfError(ent, e.cfg.Now())
-	if local != nil && e.owns(rt, r) && !e.recheck.due(pkey, e.cfg.Now()) {
-		return local, nil
+	if local != nil && e.owns(rt, r) {
+		if !e.canRecover() {
+			return local, nil
+		}
+		end, due := e.recheck.start(pkey, e.cfg.Now())
+		if !due {
+			return e.afterRecheck(ctx, pkey, r.Header, ent, local), nil
+		}
+		defer end() // after recover below has kept what it found
 	}
 	if stale := e.recover(ctx, rt, r, pkey, ent, asked); stale != nil {
 		return stale, nil

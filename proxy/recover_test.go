@@ -309,3 +309,106 @@ func TestARecoveredVariantLeadsToNoVariantFromBeforeAWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestOwnerAsksAgainOncePeersAreKnown: an owner serving its own copy
+// stale-if-error spends the key's recheck only on an ask that reached
+// someone. The first one-hour soak (docs/chaos.md): n5 restarted, answered
+// from its cache file before gossip had found a peer (its one ask reached
+// nobody), and then served that older copy for the 5 s of the recheck
+// while n4, owner in the meantime, held two newer versions.
+func TestOwnerAsksAgainOncePeersAreKnown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.serve(t, get("s/1"))
+		time.Sleep(31 * time.Second) // expired, inside stale-if-error
+		var mu sync.Mutex
+		peers := false
+		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
+			time.Now().Add(-time.Second), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
+		lookup := func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+			mu.Lock()
+			known := peers
+			mu.Unlock()
+			if !known {
+				return nil, false // nobody to ask, as replica.Recover without live peers
+			}
+			return fr.recover(ctx, rkey, pkey, h)
+		}
+		withOwnership(t, rg, lookup, true)
+		cfg := rg.engine.cfg
+		cfg.CanRecover = func() bool { mu.Lock(); defer mu.Unlock(); return peers }
+		eng, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(eng.Close)
+		rg.engine = eng
+		rg.up.set(reply(503, "down"))
+
+		wantResult(t, rg.serve(t, get("s/1")), Stale, "hello") // alone: its own copy
+		mu.Lock()
+		peers = true // gossip found the interim owner
+		mu.Unlock()
+		time.Sleep(time.Second) // well inside recheckEvery
+		wantResult(t, rg.serve(t, get("s/1")), Stale, "from replica")
+		if fr.calls() != 1 {
+			t.Fatalf("replicas asked %d times once known, want 1", fr.calls())
+		}
+	})
+}
+
+// TestOwnerWaitsForTheRecheckUnderWay: a request that comes while another
+// is asking the replicas for a newer copy of the key waits for that ask and
+// serves what it brought, not the older local copy it replaces. The first
+// one-hour soak: a restarted n1 answered version 44 at 444.810 s and 45 at
+// 444.813 s; n3 161 at 1,628.036 s and 163 at 1,628.043 s.
+func TestOwnerWaitsForTheRecheckUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Retry.MaxAttempts = 1
+		rg := newRig(t, rt)
+		rg.serve(t, get("s/1"))
+		time.Sleep(31 * time.Second) // expired, inside stale-if-error
+		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from replica"),
+			time.Now().Add(-time.Second), store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second, StaleIfError: time.Hour})}
+		release := make(chan struct{})
+		slow := func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+			<-release // the peers answer only when the test says so
+			return fr.recover(ctx, rkey, pkey, h)
+		}
+		withOwnership(t, rg, slow, true)
+		rg.up.set(reply(503, "down"))
+
+		bodies := make(chan string, 2)
+		serve := func() {
+			resp, err := rg.engine.Serve(context.Background(), get("s/1"))
+			if err != nil {
+				bodies <- "error: " + err.Error()
+				return
+			}
+			bodies <- string(resp.Body)
+		}
+		go serve()
+		synctest.Wait() // the first request is asking the replicas
+		go serve()
+		synctest.Wait() // the second has done what it does before the answer
+		select {
+		case b := <-bodies:
+			close(release)
+			<-bodies
+			t.Fatalf("a request answered %q while the replicas were being asked", b)
+		default:
+		}
+		close(release)
+		for range 2 {
+			if b := <-bodies; b != "from replica" {
+				t.Fatalf("answered %q, want the replica's newer copy", b)
+			}
+		}
+		if fr.calls() != 1 {
+			t.Fatalf("replicas asked %d times, want 1", fr.calls())
+		}
+	})
+}

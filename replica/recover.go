@@ -38,6 +38,14 @@ func (r *Replicator) Recover(ctx context.Context, rkey, pkey string, h http.Head
 	return best, best != nil
 }
 
+// CanRecover is the engine's proxy.Config.CanRecover: whether Recover has
+// a live peer to ask. A node that has just restarted answers from its
+// cache file before gossip has found anyone; an ask then reaches nobody
+// and must not count as the key's recheck.
+func (r *Replicator) CanRecover() bool {
+	return slices.ContainsFunc(r.cfg.Members.Live(), func(m Member) bool { return m.Name != r.cfg.Self && m.Addr != "" })
+}
+
 func (r *Replicator) lookupAt(ctx context.Context, m Member, pkey string, h http.Header) (*store.Entry, bool) {
 	lctx, cancel := context.WithTimeout(ctx, r.cfg.LookupTimeout)
 	defer cancel()

@@ -206,3 +206,24 @@ func TestRecoverTakesTheNewestLiveCopy(t *testing.T) {
 		t.Fatalf("Recover = %v, %v; want the newest live copy", got, ok)
 	}
 }
+
+// TestCanRecoverNeedsALivePeer: a node alone (just restarted, before
+// gossip found anyone) has nobody to ask for a newer copy.
+func TestCanRecoverNeedsALivePeer(t *testing.T) {
+	cases := []struct {
+		name string
+		ring fixedRing
+		want bool
+	}{
+		{"alone", fixedRing{"n1"}, false},
+		{"with a live peer", fixedRing{"n1", "n2"}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newTestReplicator(t, "n1", tc.ring, newFakeTransport(), testutil.NewClock(time.Time{}))
+			if got := r.CanRecover(); got != tc.want {
+				t.Fatalf("CanRecover = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -119,7 +119,8 @@ func lagOf(samples []history.BreakerSample, n string, t transition, deadline int
 // matched by another leader-side node showing that state within
 // ±Propagation of the run's first sample, or is a stale committed state:
 // another node showed it at or below the run's applied index before, or
-// it is closed with nothing applied (a restarted node catching up).
+// showed the same transition (count and time) before, or it is closed with
+// nothing applied (a restarted node catching up).
 func confirmRuns(h *History, cfg Config, b *result, samples []history.BreakerSample) (unconfirmed, short int) {
 	byNode := map[string][]history.BreakerSample{}
 	for _, s := range samples {
@@ -160,10 +161,25 @@ func confirmed(h *History, cfg Config, samples []history.BreakerSample, first hi
 		if s.Time <= first.Time && s.Index <= first.Index && s.Index > 0 {
 			return true // committed at or before that log position: stale, not invented
 		}
+		if s.Time <= first.Time && sameCommitted(s, first) {
+			// The same committed state (count, time and force of its
+			// transition) shown before: a restarted node's restored
+			// snapshot, whatever index it reports while Raft starts
+			// (0 until NewRaft returns, then the snapshot's).
+			return true
+		}
 	}
 	// Runs from the very start (closed before anything happened) or with
 	// no other node sampled have nothing to contradict them.
 	return state == "closed" && from <= 0 || !anyOther(h, cfg, samples, n, from, to)
+}
+
+// sameCommitted reports whether a and b show one committed transition:
+// /-/breakers' transitions count and since identify it (the count alone
+// does not: two tables that diverged could share it).
+func sameCommitted(a, b history.BreakerSample) bool {
+	return b.Transitions > 0 && a.State == b.State && a.Transitions == b.Transitions &&
+		a.Since.Equal(b.Since) && a.Forced == b.Forced
 }
 
 func anyOther(h *History, cfg Config, samples []history.BreakerSample, n string, from, to int64) bool {
