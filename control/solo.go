@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -67,9 +68,11 @@ type Solo struct {
 	// queue.Result (queue.RunnerConfig.Submit).
 	SubmitJob func(ctx context.Context, data []byte) ([]byte, error)
 
-	self  string
-	trans *raft.InmemTransport
-	log   *slog.Logger
+	self     string
+	dir      string // the data dir, for what Start says
+	inMemory bool
+	trans    *raft.InmemTransport
+	log      *slog.Logger
 }
 
 // soloAddr is the Raft address of single node id's own log: a name only
@@ -91,7 +94,8 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 	// The address is a name only: an InmemTransport dials nobody it was
 	// not connected to, and this one is connected to none.
 	_, trans := raft.NewInmemTransport(raft.ServerAddress(soloAddr(cfg.Node)))
-	s := &Solo{Jobs: queue.NewTable(), self: cfg.Node, trans: trans, log: cfg.Logger}
+	s := &Solo{Jobs: queue.NewTable(), self: cfg.Node, dir: cfg.Consensus.DataDir, inMemory: cfg.Consensus.InMemory,
+		trans: trans, log: cfg.Logger}
 	mux, err := StateMachines(Machines{Breakers: breaker.NewTable(nil), Pauses: pacing.NewTable(),
 		Jobs: s.Jobs, Queue: cfg.Queue, Now: cfg.Now})
 	if err != nil {
@@ -121,6 +125,9 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 // reason to stop serving, as for a cluster's node (Plane.Start): the log
 // stays down, Node.Damaged says why, every commit fails unsent, and Start
 // returns nil.
+//
+// Its errors name the data dir and what to do; once started it logs where
+// the queue keeps its jobs.
 func (s *Solo) Start(ctx context.Context) error {
 	err := s.Node.Start(ctx)
 	if errors.Is(err, consensus.ErrDamaged) {
@@ -128,13 +135,32 @@ func (s *Solo) Start(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("node: the queue's raft log in node.data_dir %s: %w", s.dir, err)
 	}
 	if err := s.alone(); err != nil {
+		err = fmt.Errorf("node: node.data_dir %s: %w. Start the node with node.raft and node.gossip as it ran before, "+
+			"or move raft.db and snapshots/ out of %s to start it alone with an empty queue (docs/runbook.md)", s.dir, err, s.dir)
 		return errors.Join(err, s.Close())
 	}
 	s.Node.Reconcile([]consensus.Peer{{ID: s.self, RaftAddr: string(s.trans.LocalAddr())}})
+	if s.inMemory {
+		s.log.Info("queue: jobs are committed to this node's own raft log, in memory (tests)")
+	} else {
+		s.log.Info("queue: jobs are committed to this node's own raft log, one voter without a port, fsynced in node.data_dir",
+			"data_dir", s.dir, "log", filepath.Join(s.dir, "raft.db"))
+	}
 	return nil
+}
+
+// Ready is nil unless the log's store is damaged, and then a sentence for
+// /-/readyz of its own: the damage itself names files and Go errors, and
+// went to the log at Start.
+func (s *Solo) Ready() error {
+	if s.Node.Damaged() == nil {
+		return nil
+	}
+	return errors.New("degraded: the queue is off: its raft store in node.data_dir is damaged " +
+		"(the node's log says what; docs/runbook.md); everything else serves")
 }
 
 // alone checks that the state found on disk, if any, has this node as its

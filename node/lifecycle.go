@@ -2,14 +2,11 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/levee/levee/consensus"
-	"github.com/levee/levee/control"
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/routecfg"
 )
@@ -70,32 +67,16 @@ func (n *Node) startCluster(ctx context.Context) error {
 	return nil
 }
 
-// startSolo starts the queue's own Raft log on a node without node.raft,
-// then the runner, and says where the queue keeps its jobs. A data dir
-// holding the Raft state of a cluster this node was part of is refused:
-// alone it could commit nothing, and a queue that started empty beside
-// that state would hide the jobs in it.
+// startSolo starts the queue's own Raft log on a node without node.raft
+// (a cluster member's data dir is refused: control.Solo.Start), then the
+// runner. The log opens local files and waits on nothing: a stop that
+// arrived meanwhile (ctx done) closes the node once Start is back, in
+// order, as it did a single node before it had a log (cmd/node's serve).
 func (n *Node) startSolo(ctx context.Context) error {
-	dir := n.cfg.Node.DataDir
-	// The log opens local files and waits on nothing: a stop that arrived
-	// meanwhile (ctx done) closes the node once Start is back, in order,
-	// as it did a single node before it had a log (cmd/node's serve).
 	if err := n.solo.Start(context.WithoutCancel(ctx)); err != nil {
-		if errors.Is(err, control.ErrNotAlone) {
-			return fmt.Errorf("node: node.data_dir %s: %w. Start the node with node.raft and node.gossip as it ran before, "+
-				"or move raft.db and snapshots/ out of %s to start it alone with an empty queue (docs/runbook.md)", dir, err, dir)
-		}
-		return fmt.Errorf("node: the queue's raft log in node.data_dir %s: %w", dir, err)
+		return err
 	}
 	n.jobs.Start() // delivers once its log has elected this node
-	switch {
-	case n.solo.Node.Damaged() != nil: // logged by Solo.Start
-	case n.opts.RaftInMemory:
-		n.log.Info("queue: jobs are committed to this node's own raft log, in memory (tests)")
-	default:
-		n.log.Info("queue: jobs are committed to this node's own raft log, one voter without a port, fsynced in node.data_dir",
-			"data_dir", dir, "log", filepath.Join(dir, "raft.db"))
-	}
 	return nil
 }
 

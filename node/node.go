@@ -324,11 +324,10 @@ func (n *Node) ready() error {
 			return fmt.Errorf("degraded: %w", d)
 		}
 	}
-	if n.solo != nil && n.solo.Node.Damaged() != nil {
-		// A sentence of the node's own, which the API echoes: the damage
-		// itself names files and Go errors, and went to the log at Start.
-		return errors.New("degraded: the queue is off: its raft store in node.data_dir is damaged " +
-			"(the node's log says what; docs/runbook.md); everything else serves")
+	if n.solo != nil {
+		if err := n.solo.Ready(); err != nil {
+			return err
+		}
 	}
 	if n.cluster != nil {
 		return n.cluster.Ready()
