@@ -161,7 +161,10 @@ func TestMembershipRestartSameName(t *testing.T) {
 func TestMembershipRejoinLateSeed(t *testing.T) {
 	checkLeaks(t)
 	// Learn a free address by running the seed once, then take it down.
-	seed := startNode(t, "node-s", nil)
+	// It binds a loopback address of its own: on 127.0.0.1 the freed port
+	// could be taken, before the seed comes back, by any other test's
+	// client socket (it was once, under make test).
+	seed := startNode(t, "node-s", func(c *MembershipConfig) { c.BindAddr = "127.0.0.77:0" })
 	seedAddr := seed.GossipAddr()
 	seed.stop()
 
