@@ -5,7 +5,7 @@ import (
 )
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range validCommands() {
+	for _, c := range append(validCommands(), evictingEnqueue(jobID(9), sec(40), 5, testMaxBytes)) {
 		b, err := c.Encode()
 		if err != nil {
 			f.Fatal(err)

@@ -34,7 +34,8 @@ type Result struct {
 	// Refused is one of the Refused constants, "" when the command took
 	// effect.
 	Refused string `msgpack:"refused,omitempty"`
-	// Removed counts the jobs a compaction removed.
+	// Removed counts the jobs a compaction removed, or the done jobs an
+	// enqueue evicted to make room.
 	Removed int `msgpack:"removed,omitempty"`
 }
 
@@ -115,11 +116,72 @@ func (t *Table) enqueue(c Command) Result {
 		}
 	}
 	j := &Job{ID: c.ID, Req: *c.Req, State: Queued, CreatedAt: c.At, NextAt: c.At}
-	if len(t.jobs) >= c.MaxJobs || t.bytes+j.size() > c.MaxBytes {
-		return Result{Refused: RefusedFull}
+	var evict []*Job
+	if !t.fits(j, c.MaxJobs, c.MaxBytes) {
+		if c.V < CommandVersionEvict {
+			return Result{Refused: RefusedFull}
+		}
+		var ok bool
+		if evict, ok = t.room(j, c.MaxJobs, c.MaxBytes); !ok {
+			return Result{Refused: RefusedFull}
+		}
+	}
+	for _, old := range evict {
+		t.drop(old)
 	}
 	t.add(j)
-	return Result{ID: j.ID, State: j.State}
+	return Result{ID: j.ID, State: j.State, Removed: len(evict)}
+}
+
+func (t *Table) fits(j *Job, maxJobs int, maxBytes int64) bool {
+	return len(t.jobs) < maxJobs && t.bytes+j.size() <= maxBytes
+}
+
+// room is the oldest done jobs that must go for j to fit, and whether
+// evicting every done job would be enough (if not, none goes). Only done
+// jobs are evicted: their write has happened and their answer was there
+// to read; queued, delayed and running jobs are promises, and dead ones
+// wait for an operator's replay.
+func (t *Table) room(j *Job, maxJobs int, maxBytes int64) ([]*Job, bool) {
+	n, b, size := len(t.jobs), t.bytes, j.size()
+	done := t.doneOldestFirst()
+	for k := 0; ; k++ {
+		if n < maxJobs && b+size <= maxBytes {
+			return done[:k], true
+		}
+		if k == len(done) {
+			return nil, false
+		}
+		n, b = n-1, b-done[k].size()
+	}
+}
+
+// doneOldestFirst is every done job, the earliest finished first (ties by
+// id), so every node evicts the same ones: the order reads only the
+// leader-stamped FinishedAt, never a local clock or map order. A scan of
+// the table, run only while it is full.
+func (t *Table) doneOldestFirst() []*Job {
+	var done []*Job
+	for _, j := range t.jobs {
+		if j.State == Done {
+			done = append(done, j)
+		}
+	}
+	slices.SortFunc(done, func(a, b *Job) int { return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
+	return done
+}
+
+// EnqueueVersion is the envelope version an enqueue of req should be
+// written at against this table with bounds b: CommandVersionEvict when
+// it would not fit as the table is now (so only then may it evict), else
+// CommandVersion, which every release applies alike.
+func (t *Table) EnqueueVersion(req *Request, b Bounds) uint8 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.fits(&Job{Req: *req}, b.MaxJobs, b.MaxBytes) {
+		return CommandVersion
+	}
+	return CommandVersionEvict
 }
 
 func (t *Table) add(j *Job) {
