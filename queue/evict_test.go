@@ -258,6 +258,9 @@ func TestAFullQueueOfDoneJobsTakesNewWork(t *testing.T) {
 	if _, ok := s.Job(first.ID); ok {
 		t.Fatal("the done job is still held")
 	}
+	if st := l.tb.Stats(); st.Evicted != 1 {
+		t.Fatalf("Stats.Evicted = %d, want 1", st.Evicted)
+	}
 }
 
 // TestTheLeadersTableDecidesWhetherAForwardedEnqueueMayEvict: a follower's

@@ -78,6 +78,9 @@ type Table struct {
 	jobs  map[string]*Job
 	byKey map[string]string // dedupKey → id, for client Idempotency-Keys
 	bytes int64
+	// evicted counts the done jobs enqueues evicted on this node since it
+	// started (a metric, not state: Restore keeps it).
+	evicted uint64
 }
 
 // NewTable returns an empty Table.
@@ -129,6 +132,7 @@ func (t *Table) enqueue(c Command) Result {
 	for _, old := range evict {
 		t.drop(old)
 	}
+	t.evicted += uint64(len(evict))
 	t.add(j)
 	return Result{ID: j.ID, State: j.State, Removed: len(evict)}
 }
@@ -353,13 +357,16 @@ type Stats struct {
 	OldestQueued int64
 	Jobs         int
 	Bytes        int64
+	// Evicted counts the done jobs evicted to make room since this node
+	// started, as it applied them.
+	Evicted uint64
 }
 
 // Stats counts the table's jobs.
 func (t *Table) Stats() Stats {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := Stats{Depth: map[string]map[State]int{}, Jobs: len(t.jobs), Bytes: t.bytes}
+	s := Stats{Depth: map[string]map[State]int{}, Jobs: len(t.jobs), Bytes: t.bytes, Evicted: t.evicted}
 	for _, j := range t.jobs {
 		byState := s.Depth[j.Req.Host]
 		if byState == nil {
