@@ -234,6 +234,7 @@ func (t *Table) finish(c Command) Result {
 	case OutcomeDone:
 		j.State, j.Attempts, j.FinishedAt = Done, j.Attempts+1, c.At
 		j.Response, j.Req.Body = c.Response, nil // the body is not needed again
+		j.pack()
 	case OutcomeDead:
 		j.State, j.Attempts, j.FinishedAt = Dead, j.Attempts+1, c.At
 		j.Response = c.Response
