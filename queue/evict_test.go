@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -294,6 +295,34 @@ func TestTheLeadersTableDecidesWhetherAForwardedEnqueueMayEvict(t *testing.T) {
 			}
 			if res, _ := DecodeResult(out); res.Refused != "" {
 				t.Fatalf("stamped enqueue refused %q", res.Refused)
+			}
+		})
+	}
+}
+
+// TestAnyNumberOfEvictionsTakesTheEarliestFinished: however many done
+// jobs must go (found by scans for the first few, by one sort past them),
+// they are the earliest finished.
+func TestAnyNumberOfEvictionsTakesTheEarliestFinished(t *testing.T) {
+	finishedAt := []float64{17, 3, 11, 5, 19, 2, 13, 7, 23, 29} // job i+1 finished at finishedAt[i]
+	byAge := []int{6, 2, 4, 8, 3, 7, 1, 5, 9, 10}                 // job numbers, earliest finished first
+	for need := 1; need <= len(finishedAt); need++ {
+		t.Run(fmt.Sprintf("%d evictions", need), func(t *testing.T) {
+			tb := NewTable()
+			for i, at := range finishedAt {
+				id := jobID(i + 1)
+				apply(t, tb, enqueue(id, sec(0), newReq("pay", "acme", "k"+id, true)))
+				apply(t, tb, lease(id, "n1", sec(1), 0, sec(100)))
+				apply(t, tb, finish(id, "n1", sec(at), 0, OutcomeDone, 0))
+			}
+			res := apply(t, tb, evictingEnqueue(jobID(99), sec(40), len(finishedAt)-need+1, testMaxBytes))
+			if res.Refused != "" || res.Removed != need {
+				t.Fatalf("enqueue = %+v, want %d evicted", res, need)
+			}
+			for k, n := range byAge {
+				if _, held := tb.Job(jobID(n)); held != (k >= need) {
+					t.Errorf("job %d (the %d. earliest finished) held = %v", n, k+1, held)
+				}
 			}
 		})
 	}

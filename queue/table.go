@@ -145,25 +145,59 @@ func (t *Table) fits(j *Job, maxJobs int, maxBytes int64) bool {
 // evicting every done job would be enough (if not, none goes). Only done
 // jobs are evicted: their write has happened and their answer was there
 // to read; queued, delayed and running jobs are promises, and dead ones
-// wait for an operator's replay.
+// wait for an operator's replay. The first few are found by a scan each
+// (a full queue usually needs one slot: no sort of a million jobs per
+// enqueue); more, by sorting the done jobs once. Both give the same
+// jobs: the earliest finished first, ties by id (evictsBefore).
 func (t *Table) room(j *Job, maxJobs int, maxBytes int64) ([]*Job, bool) {
+	const scans = 4
 	n, b, size := len(t.jobs), t.bytes, j.size()
-	done := t.doneOldestFirst()
-	for k := 0; ; k++ {
-		if n < maxJobs && b+size <= maxBytes {
-			return done[:k], true
+	var out, sorted []*Job
+	for n >= maxJobs || b+size > maxBytes {
+		var next *Job
+		switch {
+		case len(out) < scans:
+			next = t.oldestDoneAfter(out)
+		case sorted == nil:
+			sorted = t.doneOldestFirst()
+			fallthrough
+		default:
+			if len(out) < len(sorted) {
+				next = sorted[len(out)]
+			}
 		}
-		if k == len(done) {
+		if next == nil {
 			return nil, false
 		}
-		n, b = n-1, b-done[k].size()
+		out = append(out, next)
+		n, b = n-1, b-next.size()
 	}
+	return out, true
 }
 
-// doneOldestFirst is every done job, the earliest finished first (ties by
-// id), so every node evicts the same ones: the order reads only the
-// leader-stamped FinishedAt, never a local clock or map order. A scan of
-// the table, run only while it is full.
+// evictsBefore orders done jobs for eviction: the earliest finished
+// first, ties by id, so every node evicts the same ones: it reads only
+// the leader-stamped FinishedAt, never a local clock or map order.
+func evictsBefore(a, b *Job) int {
+	return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID))
+}
+
+// oldestDoneAfter is the first done job after the last of chosen in
+// eviction order (the first of all when chosen is empty); nil if none.
+func (t *Table) oldestDoneAfter(chosen []*Job) *Job {
+	var best *Job
+	for _, j := range t.jobs {
+		if j.State != Done || len(chosen) > 0 && evictsBefore(j, chosen[len(chosen)-1]) <= 0 {
+			continue
+		}
+		if best == nil || evictsBefore(j, best) < 0 {
+			best = j
+		}
+	}
+	return best
+}
+
+// doneOldestFirst is every done job in eviction order.
 func (t *Table) doneOldestFirst() []*Job {
 	var done []*Job
 	for _, j := range t.jobs {
@@ -171,7 +205,7 @@ func (t *Table) doneOldestFirst() []*Job {
 			done = append(done, j)
 		}
 	}
-	slices.SortFunc(done, func(a, b *Job) int { return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID)) })
+	slices.SortFunc(done, evictsBefore)
 	return done
 }
 
