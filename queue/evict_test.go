@@ -305,7 +305,7 @@ func TestTheLeadersTableDecidesWhetherAForwardedEnqueueMayEvict(t *testing.T) {
 // they are the earliest finished.
 func TestAnyNumberOfEvictionsTakesTheEarliestFinished(t *testing.T) {
 	finishedAt := []float64{17, 3, 11, 5, 19, 2, 13, 7, 23, 29} // job i+1 finished at finishedAt[i]
-	byAge := []int{6, 2, 4, 8, 3, 7, 1, 5, 9, 10}                 // job numbers, earliest finished first
+	byAge := []int{6, 2, 4, 8, 3, 7, 1, 5, 9, 10}               // job numbers, earliest finished first
 	for need := 1; need <= len(finishedAt); need++ {
 		t.Run(fmt.Sprintf("%d evictions", need), func(t *testing.T) {
 			tb := NewTable()
