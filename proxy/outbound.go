@@ -42,7 +42,7 @@ func (e *Engine) upstreamRequest(rt *Route, r *Request, old *store.Entry) *upstr
 		MaxBody: max(rt.MaxBody*8, 10<<20),
 		// A copy within stale-if-error is served at once if the host is
 		// paused (a Retry-After), instead of holding the client for it.
-		Fallback: old != nil && old.Status != 0 && old.Freshness(e.cfg.Now()) != store.Dead,
+		Fallback: old != nil && old.Status != 0 && servableStale(old, e.cfg.Now()),
 	}
 }
 
