@@ -11,8 +11,9 @@ import (
 
 // clientConditionals are stripped from cacheable requests: Levee fetches a
 // full answer for the shared cache and evaluates the client's own
-// conditionals against it (api does), instead of caching a 304.
-var clientConditionals = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"}
+// conditionals and range against it (Answer, which api calls), instead of
+// caching a 304 or a 206.
+var clientConditionals = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"}
 
 // upstreamRequest builds the outbound request: the route's upstream URL with
 // the path below the prefix appended, the client's end-to-end headers, and
