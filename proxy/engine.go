@@ -330,6 +330,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	f := &flight{entry: ent, result: Bypass, attempts: resp.Attempts, reqHdr: r.Header}
 	if failureStatus(resp.Status) {
 		f.failed = true
+		e.storeFailure(rt, r, pkey, old, f, now)
 		return f, nil
 	}
 	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header, now)
@@ -343,6 +344,30 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 		f.result = Miss
 	}
 	return f, nil
+}
+
+// storeFailure stores a 5xx answer that gives itself explicit freshness
+// (RFC 9111 §3 lets a cache store any final status with it, and the
+// upstream asked for it to be reused), when no older entry can stand in
+// for it (staleIfError): a copy within its windows still wins, as the
+// brief's stale-if-error asks. The flight stays a failure (the breaker
+// counted it, waiters get their own stale copy or a 502); the next
+// request is a hit on it. A 429 is never stored (RFC 6585 §4).
+func (e *Engine) storeFailure(rt *Route, r *Request, pkey string, old *store.Entry, f *flight, now time.Time) {
+	ent := f.entry
+	cc, targeted, err := directives(ent.Header)
+	if ent.Status < 500 || err != nil || !explicit(cc, ent.Header, targeted) || old != nil && servableStale(old, e.cfg.Now()) {
+		return
+	}
+	p := responsePolicy(rt, r.Method, r.Header, ent.Status, ent.Header, now)
+	if !p.Store || p.Fresh <= 0 || int64(len(ent.Body)) > rt.MaxBody {
+		return
+	}
+	ent.Header = withRouteVary(rt, ent.Header)
+	f.vary, _ = VaryNames(ent.Header)
+	setWindows(ent, now, p)
+	e.put(rt, r, pkey, f.vary, ent)
+	f.stored, f.result = true, Miss
 }
 
 // call runs the logical call under the breaker: one ticket, one report,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -90,4 +91,50 @@ func TestAcceptableFollowsRFC9110AcceptEncoding(t *testing.T) {
 			t.Errorf("Acceptable(%q, %q) = %v, want %v", tc.ae, tc.coding, got, tc.want)
 		}
 	}
+}
+
+// A 5xx with explicit freshness is stored when nothing older can stand
+// in for it (RFC 9111 §3), and then served as a hit; a stale copy within
+// its windows still wins over it (stale-if-error), and a 429 is never
+// stored (RFC 6585 §4).
+func TestFailureWithExplicitFreshnessIsStoredWhenNothingStandsIn(t *testing.T) {
+	cases := []struct {
+		name   string
+		status int
+		kv     []string
+		want   Result // of the second request
+	}{
+		{"503 with max-age: stored", 503, []string{"Cache-Control", "max-age=60"}, Hit},
+		{"500 with CDN-Cache-Control max-age: stored", 500, []string{"CDN-Cache-Control", "max-age=60"}, Hit},
+		{"503 without explicit freshness: not", 503, nil, Bypass},
+		{"503 with max-age=0: not", 503, []string{"Cache-Control", "max-age=0"}, Bypass},
+		{"429 with max-age: never", 429, []string{"Cache-Control", "max-age=60"}, Bypass},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.up.set(reply(tc.status, "down", tc.kv...))
+				first := rg.serve(t, get("s/1"))
+				if first.Status != tc.status || string(first.Body) != "down" {
+					t.Fatalf("first: %d %q, want the upstream's %d", first.Status, first.Body, tc.status)
+				}
+				second := rg.serve(t, get("s/1"))
+				if second.Result != tc.want || second.Status != tc.status {
+					t.Fatalf("second: %s %d, want %s %d", second.Result, second.Status, tc.want, tc.status)
+				}
+			})
+		})
+	}
+	t.Run("a stale copy wins", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rg := newRig(t, testRoute())
+			rg.up.set(reply(200, "v1", "Cache-Control", "max-age=1"))
+			wantResult(t, rg.serve(t, get("s/1")), Miss, "v1")
+			time.Sleep(20 * time.Second) // past fresh and stale: within stale-if-error
+			rg.up.set(reply(503, "down", "Cache-Control", "max-age=60"))
+			wantResult(t, rg.serve(t, get("s/1")), Stale, "v1")
+			wantResult(t, rg.serve(t, get("s/1")), Stale, "v1")
+		})
+	})
 }
