@@ -346,9 +346,9 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	return f, nil
 }
 
-// storeFailure stores a 5xx answer that gives itself explicit freshness
-// (RFC 9111 §3 lets a cache store any final status with it, and the
-// upstream asked for it to be reused), when no older entry can stand in
+// storeFailure stores a 5xx answer that gives itself explicit freshness,
+// or says public (RFC 9111 §3 lets a cache store any final status then,
+// and the upstream asked for it to be reused), when no older entry can stand in
 // for it (staleIfError): a copy within its windows still wins, as the
 // brief's stale-if-error asks. The flight stays a failure (the breaker
 // counted it, waiters get their own stale copy or a 502); the next
@@ -356,7 +356,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 func (e *Engine) storeFailure(rt *Route, r *Request, pkey string, old *store.Entry, f *flight, now time.Time) {
 	ent := f.entry
 	cc, targeted, err := directives(ent.Header)
-	if ent.Status < 500 || err != nil || !explicit(cc, ent.Header, targeted) || old != nil && servableStale(old, e.cfg.Now()) {
+	if ent.Status < 500 || err != nil || !explicit(cc, ent.Header, targeted) && !cc.Public || old != nil && servableStale(old, e.cfg.Now()) {
 		return
 	}
 	p := responsePolicy(rt, r.Method, r.Header, ent.Status, ent.Header, now)

@@ -1,0 +1,312 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// The cases, by RFC rule, each with the http-tests cache suite id it
+// follows (tests/<file>.mjs). "optimal" marks the suite's shoulds; the
+// rest are its musts.
+
+// stored answers shaped as the suite's templates (tests/lib/templates.mjs).
+func freshAnswer(kv ...string) step {
+	return step{resp: append([]string{"Cache-Control", "max-age=100000", "Date", "{date:0}"}, kv...), pause: true}
+}
+
+func staleAnswer(kv ...string) step {
+	return step{resp: append([]string{"Expires", "{date:-5000}", "Last-Modified", "{date:-100000}", "Date", "{date:0}"}, kv...), pause: true}
+}
+
+func becomeStale(kv ...string) step {
+	return step{resp: append([]string{"Cache-Control", "max-age=2", "Date", "{date:0}"}, kv...), pause: true}
+}
+
+// stored is one answer, then a second request expecting want.
+func stored(name string, kv []string, want expect) conformanceCase {
+	return conformanceCase{name: name, steps: []step{{resp: kv, pause: true}, {want: want}}}
+}
+
+func TestConformanceAgeParsing(t *testing.T) {
+	age := func(v ...string) []string {
+		kv := []string{"Date", "{date:0}", "Cache-Control", "max-age=3600"}
+		for _, a := range v {
+			kv = append(kv, "Age", a)
+		}
+		return kv
+	}
+	runConformance(t, []conformanceCase{
+		stored("RFC 9111 §5.1 a non-numeric Age is ignored (age-parse-nonnumeric)", age("abc"), cached),
+		stored("RFC 9111 §5.1 a negative Age is ignored (age-parse-negative)", age("-7200"), cached),
+		stored("RFC 9111 §5.1 a fractional Age is ignored (age-parse-float)", age("7200.0"), cached),
+		stored("RFC 9111 §5.1 Age 2147483647 is stale (age-parse-large-minus-one)", age("2147483647"), notCached),
+		stored("RFC 9111 §1.2.2 Age 2147483648 is stale, not wrapped (age-parse-large)", age("2147483648"), notCached),
+		stored("RFC 9111 §1.2.2 Age 2147483649 is stale (age-parse-larger)", age("2147483649"), notCached),
+		stored("RFC 9111 §5.1 'Age: old, 0': the first value counts (age-parse-suffix)", age("7200, 0"), notCached),
+		stored("RFC 9111 §5.1 'Age: 0, old' is fresh (age-parse-prefix)", age("0, 7200"), cached),
+		stored("RFC 9111 §5.1 Age lines old, 0: the first counts (age-parse-suffix-twoline)", age("7200", "0"), notCached),
+		stored("RFC 9111 §5.1 Age lines 0, old: the first counts (age-parse-prefix-twoline)", age("0", "7200"), cached),
+		stored("RFC 9111 §5.1 'Age: 0, 0' is fresh (age-parse-dup-0)", age("0, 0"), cached),
+		stored("RFC 9111 §5.1 two 'Age: 0' lines are fresh (age-parse-dup-0-twoline)", age("0", "0"), cached),
+	})
+}
+
+func TestConformanceExpiresParsing(t *testing.T) {
+	exp := func(v ...string) []string {
+		kv := []string{"Date", "{date:0}"}
+		for _, e := range v {
+			kv = append(kv, "Expires", e)
+		}
+		return kv
+	}
+	runConformance(t, []conformanceCase{
+		stored("optimal RFC 9111 §5.3 Expires at 2^31 s (freshness-expires-32bit)", exp("Tue, 19 Jan 2038 14:14:08 GMT"), cached),
+		stored("optimal RFC 9111 §5.3 Expires in 2286 (freshness-expires-far-future)", exp("Sun, 21 Nov 2286 04:46:39 GMT"), cached),
+		stored("optimal RFC 9110 §5.6.7 Expires in RFC 850 form (freshness-expires-rfc850)", exp("Thursday, 18-Aug-50 02:01:18 GMT"), cached),
+		stored("optimal RFC 9110 §5.6.7 Expires in asctime form (freshness-expires-ansi-c)", exp("Thu Aug  8 02:01:18 2050"), cached),
+		stored("optimal RFC 9110 §5.6.7 Expires weekday in upper case (freshness-expires-wrong-case-weekday)", exp("THU, 18 Aug 2050 02:01:18 GMT"), cached),
+		stored("optimal RFC 9110 §5.6.7 Expires month in upper case (freshness-expires-wrong-case-month)", exp("Thu, 18 AUG 2050 02:01:18 GMT"), cached),
+		stored("optimal RFC 9110 §5.6.7 Expires 'gMT' (freshness-expires-wrong-case-tz)", exp("Thu, 18 Aug 2050 02:01:18 gMT"), cached),
+		stored("RFC 9111 §5.3 Expires in UTC is invalid (freshness-expires-invalid-utc)", exp("Thu, 18 Aug 2050 02:01:18 UTC"), notCached),
+		stored("RFC 9111 §5.3 Expires in AEST is invalid (freshness-expires-invalid-aest)", exp("Thu, 18 Aug 2050 02:01:18 AEST"), notCached),
+		stored("RFC 9111 §5.3 Expires with a two-digit year is invalid (freshness-expires-invalid-2-digit-year)", exp("Thu, 18 Aug 50 02:01:18 GMT"), notCached),
+		stored("RFC 9111 §5.3 Expires without its comma is invalid (freshness-expires-invalid-no-comma)", exp("Thu 18 Aug 2050 02:01:18 GMT"), notCached),
+		stored("RFC 9111 §5.3 Expires with extra spaces is invalid (freshness-expires-invalid-multiple-spaces)", exp("Thu, 18  Aug  2050 02:01:18 GMT"), notCached),
+		stored("RFC 9111 §5.3 Expires with date dashes is invalid (freshness-expires-invalid-date-dashes)", exp("Thu, 18-Aug-2050 02:01:18 GMT"), notCached),
+		stored("RFC 9111 §5.3 Expires with time periods is invalid (freshness-expires-invalid-time-periods)", exp("Thu, 18 Aug 2050 02.01.18 GMT"), notCached),
+		stored("RFC 9111 §5.3 Expires with a one-digit hour is invalid (freshness-expires-invalid-1-digit-hour)", exp("Thu, 18 Aug 2050 2:01:18 GMT"), notCached),
+		stored("RFC 9111 §4.2.1 two Expires lines are invalid (freshness-expires-invalid-multiple-lines)", exp("Thu, 18 Aug 2050 02:01:18 GMT", "Thu, 18 Aug 2050 02:01:19 GMT"), notCached),
+	})
+}
+
+func TestConformanceResponseCacheControl(t *testing.T) {
+	cc := func(v string, kv ...string) []string { return append([]string{"Cache-Control", v}, kv...) }
+	etag := []string{"ETag", `"abcd"`}
+	runConformance(t, []conformanceCase{
+		stored("RFC 9111 §5.2.2.7 private is not shared (cc-resp-private-shared)", cc("private, max-age=3600"), notCached),
+		stored("RFC 9111 §5.2.2.5 no-store (cc-resp-no-store)", cc("no-store"), notCached),
+		stored("RFC 9111 §5.2 directives are case-insensitive: No-StOrE (cc-resp-no-store-case-insensitive)", cc("No-StOrE"), notCached),
+		stored("RFC 9111 §5.2.2.5 no-store beside max-age and Expires (cc-resp-no-store-fresh)", cc("max-age=10000, no-store", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("RFC 9111 §5.2.2.4 no-cache: not reused unvalidated (cc-resp-no-cache)", cc("max-age=10000, no-cache", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("RFC 9111 §5.2.2.4 No-CaChE (cc-resp-no-cache-case-insensitive)", cc("max-age=10000, No-CaChE", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("optimal RFC 9111 §5.2.2.4 no-cache is stored and revalidated (cc-resp-no-cache-revalidate)", cc("no-cache", etag...), etagValidated),
+		stored("optimal RFC 9111 §5.2.2.4 no-cache beside max-age is revalidated (cc-resp-no-cache-revalidate-fresh)", cc("max-age=10000, no-cache", "Expires", "{date:10000}", "Date", "{date:0}", "ETag", `"abcd"`), etagValidated),
+		{name: "RFC 9111 §5.2.2.4 no-cache: a 304 renews it and it is served (cc-resp-no-cache-revalidate, answer)", steps: []step{
+			{resp: cc("no-cache", etag...), body: "kept", pause: true},
+			{want: etagValidated, wantStatus: 200, wantBody: text("kept"), wantHeaders: []string{"X-Cache", "REVALIDATED"}},
+		}},
+		stored("optimal RFC 9111 §5.2.2.2 fresh must-revalidate is reused (cc-resp-must-revalidate-fresh)", cc("max-age=10000, must-revalidate", etag...), cached),
+		{name: "RFC 9111 §5.2.2.2 stale must-revalidate is revalidated (cc-resp-must-revalidate-stale)", steps: []step{
+			{resp: cc("max-age=2, must-revalidate", etag...)},
+			{resp: cc("max-age=2, must-revalidate", etag...), want: cached, pause: true},
+			{want: etagValidated},
+		}},
+		{name: "RFC 9111 §5.2.2.2 stale must-revalidate is never served while the origin fails, even within stale_if_error", steps: []step{
+			{resp: cc("max-age=2, must-revalidate", etag...), body: "v1", pause: true},
+			{status: http.StatusServiceUnavailable, body: "down", want: etagValidated, wantStatus: http.StatusServiceUnavailable, wantBody: text("down")},
+		}},
+		{name: "RFC 9111 §4.2.4 stale without must-revalidate is served while the origin fails (stale_if_error)", steps: []step{
+			{resp: cc("max-age=2", etag...), body: "v1", pause: true},
+			{status: http.StatusServiceUnavailable, body: "down", want: etagValidated, wantStatus: 200, wantBody: text("v1")},
+		}},
+		{name: "RFC 9111 §5.2.2.10 s-maxage: stale, it is validated, never served stale (s-maxage, issue 26)", steps: []step{
+			{resp: cc("s-maxage=2", etag...), body: "v1", pause: true},
+			{status: http.StatusServiceUnavailable, body: "down", want: etagValidated, wantStatus: http.StatusServiceUnavailable},
+		}},
+	})
+}
+
+func TestConformanceTargetedCacheControl(t *testing.T) {
+	cdn := func(v string, kv ...string) []string { return append([]string{"CDN-Cache-Control", v}, kv...) }
+	runConformance(t, []conformanceCase{
+		stored("optimal RFC 9213 §2.2 CDN-Cache-Control max-age (cdn-max-age)", cdn("max-age=3600"), cached),
+		stored("optimal RFC 9213 §2.1 max-age 2147483648 (cdn-max-age-max)", cdn("max-age=2147483648"), cached),
+		stored("optimal RFC 9213 §2.1 max-age 99999999999 (cdn-max-age-max-plus)", cdn("max-age=99999999999"), cached),
+		stored("RFC 9213 §2.2 Age past CDN max-age is stale (cdn-max-age-age)", cdn("max-age=3600", "Date", "{date:0}", "Age", "7200"), notCached),
+		stored("RFC 9213 §2.2 CDN max-age=0 (cdn-max-age-0)", cdn("max-age=0"), notCached),
+		stored("optimal RFC 9213 §2.1 extension directives are ignored (cdn-max-age-extension)", cdn("foobar, max-age=3600"), cached),
+		stored("optimal RFC 9213 §2.2 CDN max-age outranks a past Expires (cdn-max-age-expires)", cdn("max-age=3600", "Expires", "{date:-10000}", "Date", "{date:0}"), cached),
+		stored("optimal RFC 9213 §2.2 CDN max-age outranks an invalid Expires (cdn-max-age-cc-max-age-invalid-expires)", cdn("max-age=3600", "Expires", "0"), cached),
+		stored("RFC 9213 §2.2 CDN max-age=0 outranks a future Expires (cdn-max-age-0-expires)", cdn("max-age=0", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("optimal RFC 9213 §2.2 a long CDN max-age over a short Cache-Control max-age (cdn-max-age-short-cc-max-age)", cdn("max-age=3600", "Cache-Control", "max-age=1"), cached),
+		stored("RFC 9213 §2.2 a short CDN max-age over a long Cache-Control max-age (cdn-max-age-long-cc-max-age)", cdn("max-age=1", "Cache-Control", "max-age=3600"), notCached),
+		stored("RFC 9213 §2.2 CDN private (cdn-private)", cdn("private", "Cache-Control", "max-age=10000", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("RFC 9213 §2.2 CDN no-cache (cdn-no-cache)", cdn("no-cache", "Cache-Control", "max-age=10000", "Expires", "{date:10000}", "Date", "{date:0}"), notCached),
+		stored("RFC 9213 §2.2 CDN no-store (cdn-no-store-cc-fresh)", cdn("no-store", "Cache-Control", "max-age=10000", "Expires", "{date:10000}"), notCached),
+		stored("RFC 9213 §2.2 CDN max-age over Cache-Control no-store (cdn-fresh-cc-nostore)", cdn("max-age=10000", "Cache-Control", "no-store"), cached),
+		stored("RFC 9213 §2.1 a CDN field that does not parse is ignored (cdn-cc-invalid-sh-type-unknown)", cdn("max-age=10000, &&&&&", "Cache-Control", "no-store"), notCached),
+		stored("RFC 9213 §2.1 a wrong-typed max-age voids the field (cdn-cc-invalid-sh-type-wrong)", cdn(`max-age="10000"`, "Cache-Control", "no-store"), notCached),
+		stored("RFC 9213 §2.1 Levee-Cache-Control outranks CDN-Cache-Control (levee-max-age-0)", cdn("max-age=3600", "Levee-Cache-Control", "max-age=0"), notCached),
+		stored("RFC 9213 §2.1 Levee-Cache-Control max-age over Cache-Control no-store (levee-max-age)", []string{"Levee-Cache-Control", "max-age=3600", "Cache-Control", "no-store"}, cached),
+	})
+}
+
+func TestConformanceStatuses(t *testing.T) {
+	var cases []conformanceCase
+	for _, code := range []int{200, 203, 204, 299, 301, 302, 303, 307, 308, 400, 404, 410, 499, 500, 502, 503, 504, 599} {
+		c := strconv.Itoa(code)
+		cases = append(cases,
+			conformanceCase{name: "optimal RFC 9111 §3 a fresh " + c + " with explicit freshness is reused (status-" + c + "-fresh)", steps: []step{
+				withStatus(freshAnswer(), code), {want: cached, wantStatus: code},
+			}},
+			conformanceCase{name: "RFC 9111 §4 a stale " + c + " is not reused (status-" + c + "-stale)", steps: []step{
+				withStatus(staleAnswer(), code), {status: code, want: notCached},
+			}})
+	}
+	cases = append(cases,
+		stored("RFC 9111 §5.2.2.3 an unknown status with no-store, must-understand is not stored (status-599-must-understand)",
+			[]string{"Cache-Control", "max-age=3600, no-store, must-understand", "Date", "{date:0}"}, notCached),
+		conformanceCase{name: "optimal RFC 9111 §5.2.2.3 a known status with no-store, must-understand is stored (status-200-must-understand)", steps: []step{
+			{resp: []string{"Cache-Control", "max-age=3600, no-store, must-understand", "Date", "{date:0}"}, pause: true}, {want: cached},
+		}},
+	)
+	cases[len(cases)-2].steps[0].status = 599
+	runConformance(t, cases)
+}
+
+func withStatus(s step, code int) step {
+	s.status = code
+	if code == http.StatusNoContent {
+		s.body = "\x00" // replaced below: a 204 has no body
+	}
+	if code == http.StatusNoContent {
+		s.body = ""
+	}
+	return s
+}
+
+func TestConformanceHeuristicFreshness(t *testing.T) {
+	var cases []conformanceCase
+	for _, tc := range []struct {
+		code int
+		kv   []string
+		want expect
+	}{
+		{200, nil, cached}, {203, nil, cached}, {204, nil, cached}, {300, nil, cached}, {301, nil, cached},
+		{404, nil, cached}, {405, nil, cached}, {410, nil, cached}, {414, nil, cached},
+		{201, nil, notCached}, {202, nil, notCached}, {403, nil, notCached}, {502, nil, notCached},
+		{503, nil, notCached}, {504, nil, notCached}, {599, nil, notCached},
+		{599, []string{"Cache-Control", "public"}, cached},
+	} {
+		c := strconv.Itoa(tc.code)
+		kind, id := "optimal ", "heuristic-"+c+"-cached"
+		if tc.want == notCached {
+			kind, id = "", "heuristic-"+c+"-not_cached"
+		}
+		if tc.kv != nil {
+			id = "heuristic-" + c + "-public"
+		}
+		cases = append(cases, conformanceCase{
+			name:  kind + "RFC 9111 §4.2.2 on a fresh-0 route, a " + c + " with only Last-Modified (" + id + ")",
+			route: "/rfc/",
+			steps: []step{
+				{status: tc.code, resp: append([]string{"Last-Modified", "{date:-86400}", "Date", "{date:0}"}, tc.kv...), pause: true},
+				{status: tc.code, want: tc.want},
+			},
+		})
+	}
+	cases = append(cases,
+		stored("RFC 9111 §4.2.2 on a route with fresh windows, the route's window is the heuristic (1 ms here)", []string{"Last-Modified", "{date:-86400}", "Date", "{date:0}"}, notCached),
+		conformanceCase{name: "RFC 9111 §4.2.2 on a fresh-0 route, no Last-Modified: no freshness (freshness-none)", route: "/rfc/", steps: []step{
+			{resp: []string{"Date", "{date:0}"}}, {want: notCached},
+		}},
+	)
+	runConformance(t, cases)
+}
+
+func TestConformanceConditionalRequests(t *testing.T) {
+	inm := func(v string) []string { return []string{"If-None-Match", v} }
+	notModified := func(req []string) step { return step{req: req, want: cached, wantStatus: http.StatusNotModified, wantBody: text("")} }
+	runConformance(t, []conformanceCase{
+		{name: "optimal RFC 9110 §13.1.2 If-None-Match on a fresh entry: 304 (conditional-etag-strong-respond)", steps: []step{
+			freshAnswer("ETag", `"abcdef"`), notModified(inm(`"abcdef"`))}},
+		{name: "RFC 9110 §15.4.5 a 304 carries the ETag (conditional-304-etag)", steps: []step{
+			freshAnswer("ETag", `"abcdef"`), withHeaders(notModified(inm(`"abcdef"`)), "ETag", `"abcdef"`)}},
+		{name: "RFC 9110 §13.2.2 If-None-Match outranks If-Modified-Since (conditional-etag-precedence)", steps: []step{
+			freshAnswer("Last-Modified", "{date:-5000}", "ETag", `"abcdef"`), notModified([]string{"If-None-Match", `"abcdef"`, "If-Modified-Since", "{date:-10000}"})}},
+		{name: "optimal RFC 9110 §8.8.3.2 a weak If-None-Match (conditional-etag-weak-respond)", steps: []step{
+			freshAnswer("ETag", `W/"abcdef"`), notModified(inm(`W/"abcdef"`))}},
+		{name: "optimal RFC 9110 §13.1.2 If-None-Match list, first (conditional-etag-strong-respond-multiple-first)", steps: []step{
+			freshAnswer("ETag", `"abcdef"`), notModified(inm(`"abcdef", "1234", "5678"`))}},
+		{name: "optimal RFC 9110 §13.1.2 If-None-Match list, second (conditional-etag-strong-respond-multiple-second)", steps: []step{
+			freshAnswer("ETag", `"abcdef"`), notModified(inm(`"1234", "abcdef", "5678"`))}},
+		{name: "optimal RFC 9110 §13.1.2 If-None-Match list, last (conditional-etag-strong-respond-multiple-last)", steps: []step{
+			freshAnswer("ETag", `"abcdef"`), notModified(inm(`"1234", "5678", "abcdef"`))}},
+		{name: "optimal RFC 9111 §4.3.1 a stale entry's ETag is sent upstream (conditional-etag-strong-generate)", steps: []step{
+			becomeStale("ETag", `"abcdef"`), {want: etagValidated}}},
+		{name: "optimal RFC 9111 §4.3.1 a weak ETag is sent as it came (conditional-etag-weak-generate-weak)", steps: []step{
+			becomeStale("ETag", `W/"abcdef"`), {want: etagValidated, check: func(t *testing.T, _ *http.Response, _ string) {}}}},
+		{name: "optimal RFC 9110 §13.1.3 If-Modified-Since equal to Last-Modified (conditional-lm-fresh)", steps: []step{
+			freshAnswer("Last-Modified", "{date:-3000}"), notModified([]string{"If-Modified-Since", "{date:-3000}"})}},
+		{name: "optimal RFC 9110 §13.1.3 If-Modified-Since after Last-Modified (conditional-lm-fresh-earlier)", steps: []step{
+			freshAnswer("Last-Modified", "{date:-3000}"), notModified([]string{"If-Modified-Since", "{date:-2000}"})}},
+		{name: "RFC 9111 §4.3.2 no Last-Modified: Date is compared, and an If-Modified-Since at it gets a 304", steps: []step{
+			freshAnswer(), notModified([]string{"If-Modified-Since", "{date:0}"})}},
+		{name: "optimal RFC 9110 §5.6.7 If-Modified-Since in RFC 850 form (conditional-lm-fresh-rfc850)", steps: []step{
+			freshAnswer("Last-Modified", "{date:-3000}"), notModified([]string{"If-Modified-Since", "{rfc850:-3000}"})}},
+		{name: "RFC 9110 §13.1.3 If-Modified-Since before Last-Modified: the whole answer", steps: []step{
+			freshAnswer("Last-Modified", "{date:-3000}"), {req: []string{"If-Modified-Since", "{date:-4000}"}, want: cached, wantStatus: 200}}},
+		{name: "optimal RFC 9110 §13.1.3 If-Modified-Since on a stale entry: validated, then 304 (conditional-lm-stale)", steps: []step{
+			becomeStale("Last-Modified", "{date:-3000}"), {req: []string{"If-Modified-Since", "{date:-3000}"}, want: lmValidated, wantStatus: http.StatusNotModified}}},
+		{name: "optimal RFC 9110 §13.1.2 If-None-Match on a stale entry: validated, then 304", steps: []step{
+			becomeStale("ETag", `"abcdef"`), {req: inm(`"abcdef"`), want: etagValidated, wantStatus: http.StatusNotModified}}},
+	})
+}
+
+func withHeaders(s step, kv ...string) step {
+	s.wantHeaders = append(s.wantHeaders, kv...)
+	return s
+}
+
+func TestConformanceRanges(t *testing.T) {
+	complete := func(body string, kv ...string) step {
+		return step{resp: append([]string{"Cache-Control", "max-age=3600"}, kv...), body: body, pause: true}
+	}
+	rng := func(v, want string, kv ...string) step {
+		return step{req: []string{"Range", v}, want: cached, wantStatus: http.StatusPartialContent, wantBody: text(want), wantHeaders: kv}
+	}
+	runConformance(t, []conformanceCase{
+		{name: "optimal RFC 9110 §14.1.2 a byte range from a stored complete answer (partial-store-complete-reuse-partial)", steps: []step{
+			complete("01234567890"), rng("bytes=0-1", "01", "Content-Range", "bytes 0-1/11")}},
+		{name: "optimal RFC 9110 §14.1.2 an open-ended range (partial-store-complete-reuse-partial-no-last)", steps: []step{
+			complete("01234567890"), rng("bytes=1-", "1234567890")}},
+		{name: "optimal RFC 9110 §14.1.2 a suffix range (partial-store-complete-reuse-partial-suffix)", steps: []step{
+			complete("0123456789A"), rng("bytes=-1", "A")}},
+		{name: "RFC 9111 §3.4 a range answer keeps the stored header fields (partial-use-stored-headers)", steps: []step{
+			complete("01234567890", "A", "1"), rng("bytes=0-1", "01", "A", "1")}},
+		{name: "RFC 9110 §14.1.2 a range request's miss fetches the whole answer, stored for the next", steps: []step{
+			{req: []string{"Range", "bytes=0-1"}, resp: []string{"Cache-Control", "max-age=3600"}, body: "0123456789", want: notCached, wantStatus: 206, wantBody: text("01"),
+				check: func(t *testing.T, _ *http.Response, _ string) {}},
+			{want: cached, wantStatus: 200, wantBody: text("0123456789")}}},
+		{name: "RFC 9110 §15.5.17 an unsatisfiable range: 416", steps: []step{
+			complete("0123"), {req: []string{"Range", "bytes=4-"}, want: cached, wantStatus: http.StatusRequestedRangeNotSatisfiable, wantHeaders: []string{"Content-Range", "bytes */4"}}}},
+	})
+}
+
+func TestConformanceFraming(t *testing.T) {
+	runConformance(t, []conformanceCase{
+		{name: "RFC 9111 §3.1 Content-Encoding the upstream chose is stored (headers-store-Content-Encoding)", steps: []step{
+			{resp: []string{"Content-Encoding", "xyzzy", "Cache-Control", "max-age=3600", "Date", "{date:0}"}, body: "raw", pause: true},
+			{want: cached, wantBody: text("raw"), wantHeaders: []string{"Content-Encoding", "xyzzy"}},
+		}},
+		{name: "RFC 9110 §12.5.3 an encoded answer is not reused for a client whose Accept-Encoding refuses it", steps: []step{
+			{resp: []string{"Content-Encoding", "br", "Cache-Control", "max-age=3600"}, body: "\x1b", pause: true},
+			{req: []string{"Accept-Encoding", "br"}, want: cached},
+			{req: []string{"Accept-Encoding", "gzip"}, want: notCached},
+		}},
+		{name: "RFC 9112 §6.1 Transfer-Encoding is neither stored nor replayed (headers-store-Transfer-Encoding)", steps: []step{
+			{resp: []string{"Cache-Control", "max-age=3600", "Transfer-Encoding", "chunked"}, body: "chunked body", pause: true},
+			{want: cached, wantBody: text("chunked body"), check: func(t *testing.T, resp *http.Response, body string) {
+				if len(resp.TransferEncoding) > 0 || resp.ContentLength != int64(len(body)) {
+					t.Fatalf("replayed with Transfer-Encoding %q, Content-Length %d: want Levee's own framing, Content-Length %d",
+						resp.TransferEncoding, resp.ContentLength, len(body))
+				}
+			}},
+		}},
+		{name: "RFC 9111 §3.1 fields listed in Connection are not stored (headers-omit-headers-listed-in-Connection)", steps: []step{
+			{resp: []string{"Cache-Control", "max-age=3600", "Connection", "a, b", "A", "1", "B", "2", "C", "3"}, pause: true},
+			{want: cached, wantHeaders: []string{"C", "3"}, wantMissing: []string{"A", "B"}},
+		}},
+	})
+}
