@@ -217,7 +217,9 @@ func TestConformanceHeuristicFreshness(t *testing.T) {
 
 func TestConformanceConditionalRequests(t *testing.T) {
 	inm := func(v string) []string { return []string{"If-None-Match", v} }
-	notModified := func(req []string) step { return step{req: req, want: cached, wantStatus: http.StatusNotModified, wantBody: text("")} }
+	notModified := func(req []string) step {
+		return step{req: req, want: cached, wantStatus: http.StatusNotModified, wantBody: text("")}
+	}
 	runConformance(t, []conformanceCase{
 		{name: "optimal RFC 9110 §13.1.2 If-None-Match on a fresh entry: 304 (conditional-etag-strong-respond)", steps: []step{
 			freshAnswer("ETag", `"abcdef"`), notModified(inm(`"abcdef"`))}},
