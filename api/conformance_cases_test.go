@@ -155,24 +155,18 @@ func TestConformanceStatuses(t *testing.T) {
 			}})
 	}
 	cases = append(cases,
-		stored("RFC 9111 §5.2.2.3 an unknown status with no-store, must-understand is not stored (status-599-must-understand)",
-			[]string{"Cache-Control", "max-age=3600, no-store, must-understand", "Date", "{date:0}"}, notCached),
+		conformanceCase{name: "RFC 9111 §5.2.2.3 an unknown status with no-store, must-understand is not stored (status-599-must-understand)", steps: []step{
+			{status: 599, resp: []string{"Cache-Control", "max-age=3600, no-store, must-understand", "Date", "{date:0}"}, pause: true}, {status: 599, want: notCached},
+		}},
 		conformanceCase{name: "optimal RFC 9111 §5.2.2.3 a known status with no-store, must-understand is stored (status-200-must-understand)", steps: []step{
 			{resp: []string{"Cache-Control", "max-age=3600, no-store, must-understand", "Date", "{date:0}"}, pause: true}, {want: cached},
 		}},
 	)
-	cases[len(cases)-2].steps[0].status = 599
 	runConformance(t, cases)
 }
 
 func withStatus(s step, code int) step {
 	s.status = code
-	if code == http.StatusNoContent {
-		s.body = "\x00" // replaced below: a 204 has no body
-	}
-	if code == http.StatusNoContent {
-		s.body = ""
-	}
 	return s
 }
 
@@ -238,7 +232,7 @@ func TestConformanceConditionalRequests(t *testing.T) {
 		{name: "optimal RFC 9111 §4.3.1 a stale entry's ETag is sent upstream (conditional-etag-strong-generate)", steps: []step{
 			becomeStale("ETag", `"abcdef"`), {want: etagValidated}}},
 		{name: "optimal RFC 9111 §4.3.1 a weak ETag is sent as it came (conditional-etag-weak-generate-weak)", steps: []step{
-			becomeStale("ETag", `W/"abcdef"`), {want: etagValidated, check: func(t *testing.T, _ *http.Response, _ string) {}}}},
+			becomeStale("ETag", `W/"abcdef"`), {want: etagValidated}}},
 		{name: "optimal RFC 9110 §13.1.3 If-Modified-Since equal to Last-Modified (conditional-lm-fresh)", steps: []step{
 			freshAnswer("Last-Modified", "{date:-3000}"), notModified([]string{"If-Modified-Since", "{date:-3000}"})}},
 		{name: "optimal RFC 9110 §13.1.3 If-Modified-Since after Last-Modified (conditional-lm-fresh-earlier)", steps: []step{
@@ -278,8 +272,7 @@ func TestConformanceRanges(t *testing.T) {
 		{name: "RFC 9111 §3.4 a range answer keeps the stored header fields (partial-use-stored-headers)", steps: []step{
 			complete("01234567890", "A", "1"), rng("bytes=0-1", "01", "A", "1")}},
 		{name: "RFC 9110 §14.1.2 a range request's miss fetches the whole answer, stored for the next", steps: []step{
-			{req: []string{"Range", "bytes=0-1"}, resp: []string{"Cache-Control", "max-age=3600"}, body: "0123456789", want: notCached, wantStatus: 206, wantBody: text("01"),
-				check: func(t *testing.T, _ *http.Response, _ string) {}},
+			{req: []string{"Range", "bytes=0-1"}, resp: []string{"Cache-Control", "max-age=3600"}, body: "0123456789", want: notCached, wantStatus: 206, wantBody: text("01")},
 			{want: cached, wantStatus: 200, wantBody: text("0123456789")}}},
 		{name: "RFC 9110 §15.5.17 an unsatisfiable range: 416", steps: []step{
 			complete("0123"), {req: []string{"Range", "bytes=4-"}, want: cached, wantStatus: http.StatusRequestedRangeNotSatisfiable, wantHeaders: []string{"Content-Range", "bytes */4"}}}},
