@@ -305,3 +305,27 @@ func TestConformanceFraming(t *testing.T) {
 		}},
 	})
 }
+
+func TestConformanceInterimResponses(t *testing.T) {
+	fresh := []string{"Cache-Control", "max-age=100000", "Date", "{date:0}"}
+	hints := []string{"103", "Link", "</styles.css>; rel=preload; as=style", "X-My-Header", "test"}
+	runConformance(t, []conformanceCase{
+		{name: "optimal RFC 9110 §15.2 a 102 is passed on, the answer stored (interim-102)", steps: []step{
+			{interim: [][]string{{"102"}}, resp: fresh, want: notCached, wantInterim: []string{"102"}, pause: true},
+			{want: cached},
+		}},
+		{name: "optimal RFC 9110 §15.2 a 103 is passed on with its fields (interim-103)", steps: []step{
+			{interim: [][]string{hints}, resp: fresh, want: notCached,
+				wantInterim: []string{"103 Link: </styles.css>; rel=preload; as=style X-My-Header: test"}, pause: true},
+			{want: cached},
+		}},
+		{name: "RFC 9111 §3 a 1xx is never stored: the hit has none (interim-not-cached)", steps: []step{
+			{interim: [][]string{hints}, resp: fresh, pause: true},
+			{want: cached, wantInterim: []string{}},
+		}},
+		{name: "optimal RFC 9111 §3 a 1xx's fields are not the answer's (interim-no-header-reuse)", steps: []step{
+			{interim: [][]string{hints}, resp: fresh, wantMissing: []string{"Link", "X-My-Header"}, pause: true},
+			{want: cached, wantMissing: []string{"Link", "X-My-Header"}},
+		}},
+	})
+}

@@ -1,11 +1,15 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -59,12 +63,16 @@ type step struct {
 	resp   []string // the origin's header pairs
 	body   string   // the origin's body; "" is a body naming the step
 	pause  bool     // 3 s pass after this step
+	// interim are the 1xx answers the origin sends first: a code, then
+	// header pairs.
+	interim [][]string
 
 	want        expect
 	wantStatus  int      // 0: the origin's status (or 304 where the origin answered one)
 	wantBody    *string  // nil: not checked
 	wantHeaders []string // pairs the answer must carry
 	wantMissing []string // names the answer must not carry
+	wantInterim []string // the 1xx codes the client must get, in order; nil: not checked
 	check       func(t *testing.T, resp *http.Response, body string)
 }
 
@@ -99,6 +107,16 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp := o.fields(i)
 	o.mu.Unlock()
 	now := o.clock.Now()
+	for _, in := range s.interim {
+		code, _ := strconv.Atoi(in[0])
+		for j := 1; j+1 < len(in); j += 2 {
+			w.Header().Set(in[j], in[j+1])
+		}
+		w.WriteHeader(code)
+		for j := 1; j+1 < len(in); j += 2 {
+			w.Header().Del(in[j])
+		}
+	}
 	for j := 0; j+1 < len(resp); j += 2 {
 		w.Header().Add(resp[j], expand(resp[j+1], now))
 	}
@@ -207,7 +225,7 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 				o.next = i
 				before := o.n
 				o.mu.Unlock()
-				resp, body := conformanceGet(t, client, base+path, s.req, o.clock.Now())
+				resp, body, interim := conformanceGet(t, client, base+path, s.req, o.clock.Now())
 				o.mu.Lock()
 				asked := o.n > before
 				var got http.Header
@@ -216,6 +234,9 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 				}
 				o.mu.Unlock()
 				checkStep(t, i, s, resp, body, asked, got)
+				if s.wantInterim != nil && !slices.Equal(interim, s.wantInterim) {
+					t.Fatalf("step %d: interim answers %q, want %q", i, interim, s.wantInterim)
+				}
 				if s.pause {
 					o.clock.Advance(3 * time.Second)
 				} else {
@@ -226,9 +247,22 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 	}
 }
 
-func conformanceGet(t *testing.T, c *http.Client, u string, kv []string, now time.Time) (*http.Response, string) {
+// conformanceGet sends one GET and returns its answer, body read, and the
+// 1xx answers before it, each as "code field: value...".
+func conformanceGet(t *testing.T, c *http.Client, u string, kv []string, now time.Time) (*http.Response, string, []string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, u, nil)
+	interim := []string{}
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		seen := strconv.Itoa(code)
+		for _, k := range slices.Sorted(maps.Keys(h)) {
+			if k != "X-Request-Id" {
+				seen += " " + k + ": " + strings.Join(h[k], ",")
+			}
+		}
+		interim = append(interim, seen)
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +278,7 @@ func conformanceGet(t *testing.T, c *http.Client, u string, kv []string, now tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(b)
+	return resp, string(b), interim
 }
 
 func checkStep(t *testing.T, i int, s step, resp *http.Response, body string, asked bool, seen http.Header) {

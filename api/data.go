@@ -28,6 +28,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, owner, err := s.dispatch(r.Context(), req)
+	req.EndInterim()
 	if err != nil {
 		s.fail(w, r, req.Route, err, start)
 		return
@@ -75,12 +76,13 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	}
 	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
 	return &proxy.Request{
-		Route:    rt.Name,
-		Method:   r.Method,
-		Path:     rest,
-		RawQuery: r.URL.RawQuery,
-		Header:   h,
-		Body:     body,
+		Route:     rt.Name,
+		Method:    r.Method,
+		Path:      rest,
+		RawQuery:  r.URL.RawQuery,
+		Header:    h,
+		Body:      body,
+		InterimTo: w, // the upstream's 1xx answers, until EndInterim
 	}, nil
 }
 

@@ -137,6 +137,7 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	if cacheable(r.Method) {
 		resp, err = e.serveCached(ctx, rt, r)
 	} else {
+		sinkInterim(r)
 		resp, err = e.pass(ctx, rt, prepared(rt, r))
 	}
 	if err == nil && e.cfg.Observer != nil {
@@ -180,6 +181,7 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 			return e.fromEntry(ent, Stale, "", now), nil
 		}
 	}
+	r.interim = sinkInterim(raw) // on the way to a fetch: hits allocate none
 	asked := e.replicaFirst(ctx, rt, r, pkey, ent, now)
 	if asked.resp != nil {
 		return asked.resp, nil
@@ -274,6 +276,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 // caller's is answered and gone long before the refresh ends.
 func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	rc := *r
+	rc.InterimTo, rc.interim = nil, nil // its client is answered already
 	// The entry is shared by every caller of the key: refresh it with no
 	// credential the key does not hold, never this caller's.
 	rc.Header = withoutUnkeyedCredentials(rt, r.Header)

@@ -44,6 +44,7 @@ func (e *Engine) upstreamRequest(rt *Route, r *Request, old *store.Entry) *upstr
 		// A copy within stale-if-error is served at once if the host is
 		// paused (a Retry-After), instead of holding the client for it.
 		Fallback: old != nil && old.Status != 0 && servableStale(old, e.cfg.Now()),
+		Interim:  r.interimFunc(),
 	}
 }
 

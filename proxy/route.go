@@ -183,6 +183,12 @@ type Request struct {
 	Header   http.Header // end-to-end headers only (api stripped hop-by-hop and internal ones)
 	Body     []byte
 
+	// InterimTo, when set, is the client's ResponseWriter: the 1xx answers
+	// of an upstream call made for this request are written to it until
+	// EndInterim (interim.go). Default nil: none are passed on.
+	InterimTo http.ResponseWriter
+	interim   *interimSink // set on the way to a fetch (sinkInterim)
+
 	// acceptEncoding is the client's Accept-Encoding, which prepared
 	// drops from Header (it never reaches the upstream) but which decides
 	// whether an encoded answer may be served to it (Decodable).
