@@ -329,3 +329,31 @@ func TestConformanceInterimResponses(t *testing.T) {
 		}},
 	})
 }
+
+func TestConformanceVaryNormalisation(t *testing.T) {
+	vary := func(field string, first, second []string, want expect) []step {
+		return []step{
+			{req: first, resp: []string{"Cache-Control", "max-age=5000", "Last-Modified", "{date:-3000}", "Date", "{date:0}", "Vary", field}, pause: true},
+			{req: second, want: want},
+		}
+	}
+	runConformance(t, []conformanceCase{
+		{name: "optimal RFC 9111 §4.1 selecting field lines are combined (vary-normalise-combine)",
+			steps: vary("Foo", []string{"Foo", "1, 2"}, []string{"Foo", "1", "Foo", "2"}, cached)},
+		{name: "optimal RFC 9111 §4.1 Accept-Language order does not split (vary-normalise-lang-order)",
+			steps: vary("Accept-Language", []string{"Accept-Language", "en, de"}, []string{"Accept-Language", "de, en"}, cached)},
+		{name: "optimal RFC 9111 §4.1 Accept-Language case does not split (vary-normalise-lang-case)",
+			steps: vary("Accept-Language", []string{"Accept-Language", "en, de"}, []string{"Accept-Language", "eN, De"}, cached)},
+		{name: "optimal RFC 9111 §4.1 Accept-Language whitespace does not split (vary-normalise-lang-space)",
+			steps: vary("Accept-Language", []string{"Accept-Language", "en, de"}, []string{"Accept-Language", " en ,   de"}, cached)},
+		{name: "optimal RFC 9111 §4.1 whitespace in a selecting field does not split (vary-normalise-space)",
+			steps: vary("Foo", []string{"Foo", "1,2"}, []string{"Foo", " 1, 2 "}, cached)},
+		{name: "RFC 9111 §4.1 a different value is another variant (vary-no-match)",
+			steps: vary("Foo", []string{"Foo", "1"}, []string{"Foo", "2"}, notCached)},
+		{name: "RFC 9111 §4.1 a credential field is compared verbatim", steps: []step{
+			{req: []string{"Authorization", "Bearer a, b"}, resp: []string{"Cache-Control", "public, max-age=5000", "Vary", "Authorization"}, pause: true},
+			{req: []string{"Authorization", "Bearer a, b"}, want: cached},
+			{req: []string{"Authorization", "Bearer a,b"}, want: notCached},
+		}},
+	})
+}
