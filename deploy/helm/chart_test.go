@@ -572,7 +572,8 @@ func TestChartConfigChecksumFollowsTheConfig(t *testing.T) {
 		{"same values", nil, false},
 		{"a log level", map[string]string{"config.node.log_level": "debug"}, true},
 		{"a route's windows", map[string]string{"routes": `[{name: example, prefix: /example/, upstream: "https://api.example.com/", cache: {fresh: 1m}}]`}, true},
-		{"replicaCount (bootstrap_expect)", map[string]string{"replicaCount": "5"}, true},
+		// A scale changes bootstrap_expect alone: no roll (levee.configChecksum).
+		{"replicaCount", map[string]string{"replicaCount": "5"}, false},
 		{"an image tag", map[string]string{"image.tag": "v2"}, false},
 	}
 	for _, tt := range tests {
@@ -629,5 +630,19 @@ func TestChartConfigLeveeRefusesFailsTheCheck(t *testing.T) {
 	_, err := config.LoadOverridden(path, config.EnvOverride(func(k string) string { return env[k] }))
 	if err == nil || !strings.Contains(err.Error(), "cache.max_bytes") {
 		t.Fatalf("levee check = %v, want an error naming cache.max_bytes", err)
+	}
+}
+
+// A scale changes the replica count and the ConfigMap's bootstrap_expect,
+// not the pod template: the StatefulSet adds or removes pods and restarts
+// none of the others, so a scale-down never restarts survivors while the
+// removed voter still holds its seat (docs/kubernetes.md, "Scale").
+func TestChartScaleDoesNotRollThePods(t *testing.T) {
+	three, five := render(t, nil, nil), render(t, []string{"five"}, nil)
+	if !reflect.DeepEqual(three.statefulSet.Spec.Template, five.statefulSet.Spec.Template) {
+		t.Error("the pod template differs between 3 and 5 replicas: a scale would roll every pod")
+	}
+	if levee(t, five, 0).Node.BootstrapExpect != 5 {
+		t.Error("the ConfigMap of 5 replicas does not expect 5")
 	}
 }

@@ -155,3 +155,17 @@ Secret.
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/*
+levee.configChecksum is the config's checksum without node.bootstrap_expect:
+a scale (which changes only that key) must not roll every pod, or a
+scale-down would restart the survivors while a removed voter is still in
+the Raft configuration (docs/kubernetes.md, "Scale"). The key only counts
+when a cluster first forms, and as the floor below which the leader does
+not reap dead members; pods started later read the new value.
+*/}}
+{{- define "levee.configChecksum" -}}
+{{- $cfg := include "levee.config" . | fromYaml -}}
+{{- $_ := unset $cfg.node "bootstrap_expect" -}}
+{{- toYaml $cfg | sha256sum -}}
+{{- end -}}
