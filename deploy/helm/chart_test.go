@@ -604,8 +604,10 @@ func TestChartRefusesValuesThatBreakTheCluster(t *testing.T) {
 		{"bootstrap_expect apart from replicaCount", map[string]string{"config.node.bootstrap_expect": "5"}, "config.node.bootstrap_expect is set by the chart"},
 		{"no routes", map[string]string{"routes": "[]"}, "at least one route"},
 		{"routes under config", map[string]string{"config.routes": `[{name: a}]`}, "config.routes: set routes at the top level"},
-		{"no replicas", map[string]string{"replicaCount": "0"}, "replicaCount must be at least 1"},
-		{"an unknown reload mode", map[string]string{"configReload": "watch"}, "configReload must be restart or manual"},
+		{"no replicas", map[string]string{"replicaCount": "0"}, "replicaCount"},
+		{"an unknown reload mode", map[string]string{"configReload": "watch"}, "configReload"},
+		{"a misspelt value (values.schema.json)", map[string]string{"replicas": "5"}, "additional properties 'replicas' not allowed"},
+		{"a port as a string", map[string]string{"ports.http": `"8080"`}, "ports/http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
