@@ -233,8 +233,8 @@ func podEnv(t *testing.T, m *manifest, i int) map[string]string {
 }
 
 // secretValue is the value a secretKeyRef reads: from the rendered Secret,
-// or, for an existing Secret, a stand-in of the length `levee secret`
-// prints. A missing key is an error unless the reference is optional.
+// or, for an existing Secret, a stand-in at least as long as what `levee
+// secret` prints. A missing key is an error unless the reference is optional.
 func secretValue(t *testing.T, m *manifest, ref *corev1.SecretKeySelector) (string, bool) {
 	t.Helper()
 	optional := ref.Optional != nil && *ref.Optional
@@ -242,7 +242,7 @@ func secretValue(t *testing.T, m *manifest, ref *corev1.SecretKeySelector) (stri
 		if optional {
 			return "", false
 		}
-		return fmt.Sprintf("%-43s", "operator-"+ref.Key+"-"+strings.Repeat("x", 20)), true
+		return "operator-" + ref.Key + "-" + strings.Repeat("x", 32), true
 	}
 	if ref.Name != m.secret.Name {
 		t.Fatalf("secretKeyRef names %q, the chart's Secret is %q", ref.Name, m.secret.Name)
