@@ -4,21 +4,28 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+levee.fullname names every object; at most 52 characters, because the
+StatefulSet controller labels each pod with the StatefulSet's name, "-" and
+a revision hash of up to 10 characters, a label value of at most 63. The
+headless Service appends "-headless" to it (61 at most), so a long name
+cut short never gives two Services one name.
+*/}}
 {{- define "levee.fullname" -}}
 {{- if .Values.fullnameOverride -}}
-{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" -}}
 {{- else -}}
 {{- $name := default .Chart.Name .Values.nameOverride -}}
 {{- if contains $name .Release.Name -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "levee.headless" -}}
-{{- printf "%s-headless" (include "levee.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-headless" (include "levee.fullname" .) -}}
 {{- end -}}
 
 {{- define "levee.selectorLabels" -}}
