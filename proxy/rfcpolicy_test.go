@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,5 +137,25 @@ func TestFailureWithExplicitFreshnessIsStoredWhenNothingStandsIn(t *testing.T) {
 			wantResult(t, rg.serve(t, get("s/1")), Stale, "v1")
 			wantResult(t, rg.serve(t, get("s/1")), Stale, "v1")
 		})
+	})
+}
+
+// FuzzAcceptEncodingAndTargetedFields: no Accept-Encoding, Content-Encoding
+// or targeted field crashes the rules that read them, and a coding a
+// client lists alone with no weight is always acceptable to it.
+func FuzzAcceptEncodingAndTargetedFields(f *testing.F) {
+	for _, s := range []string{"gzip, br;q=0.5", "*;q=0", "br;q=", "max-age=60, private", `no-cache="a", max-age=-1`, ",;=q"} {
+		f.Add(s, "br")
+	}
+	f.Fuzz(func(t *testing.T, field, coding string) {
+		_ = Acceptable([]string{field}, coding)
+		_ = Decodable(http.Header{"Content-Encoding": {field}}, []string{coding})
+		cc, _, err := directives(http.Header{"Cdn-Cache-Control": {field}, "Levee-Cache-Control": {coding}})
+		if err == nil && cc.MaxAge < -1 {
+			t.Fatalf("max-age %d from %q", cc.MaxAge, field)
+		}
+		if c := strings.TrimSpace(coding); c != "" && !strings.ContainsAny(c, ",; \t") && !Acceptable([]string{c}, c) {
+			t.Fatalf("%q not acceptable to a client listing only it", c)
+		}
 	})
 }
