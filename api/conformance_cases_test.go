@@ -357,3 +357,71 @@ func TestConformanceVaryNormalisation(t *testing.T) {
 		}},
 	})
 }
+
+func TestConformanceFreshness(t *testing.T) {
+	cc := func(v ...string) []string {
+		var kv []string
+		for _, c := range v {
+			kv = append(kv, "Cache-Control", c)
+		}
+		return kv
+	}
+	runConformance(t, []conformanceCase{
+		stored("RFC 9111 §4.2 no freshness: not reused past the route's 1 ms (freshness-none)", nil, notCached),
+		stored("optimal RFC 9111 §5.2.2.1 max-age (freshness-max-age)", cc("max-age=3600"), cached),
+		stored("RFC 9111 §5.2.2.1 max-age past: stale (freshness-max-age-stale)", cc("max-age=1"), notCached),
+		stored("RFC 9111 §5.2.2.1 max-age=0 (freshness-max-age-0)", cc("max-age=0"), notCached),
+		stored("optimal RFC 9111 §1.2.2 max-age 2147483647 (freshness-max-age-max-minus-1)", cc("max-age=2147483647"), cached),
+		stored("optimal RFC 9111 §1.2.2 max-age 2147483648 (freshness-max-age-max)", cc("max-age=2147483648"), cached),
+		stored("optimal RFC 9111 §1.2.2 max-age 2147483649 (freshness-max-age-max-plus-1)", cc("max-age=2147483649"), cached),
+		stored("optimal RFC 9111 §1.2.2 max-age 99999999999 (freshness-max-age-max-plus)", cc("max-age=99999999999"), cached),
+		stored("RFC 9111 §4.2.3 Age past max-age is stale (freshness-max-age-age)", append(cc("max-age=3600"), "Date", "{date:0}", "Age", "7200"), notCached),
+		stored("optimal RFC 9111 §4.2.1 max-age outranks a past Expires (freshness-max-age-expires)", append(cc("max-age=3600"), "Expires", "{date:-7200}", "Date", "{date:0}"), cached),
+		stored("optimal RFC 9111 §4.2.1 max-age outranks an invalid Expires (freshness-max-age-expires-invalid)", append(cc("max-age=3600"), "Expires", "0", "Date", "{date:0}"), cached),
+		stored("RFC 9111 §4.2.1 max-age=0 outranks a future Expires (freshness-max-age-0-expires)", append(cc("max-age=0"), "Expires", "{date:3600}", "Date", "{date:0}"), notCached),
+		stored("optimal RFC 9111 §5.2.3 extension directives are ignored (freshness-max-age-extension)", cc("foo=bar, max-age=3600"), cached),
+		stored("RFC 9111 §1.2.2 a negative max-age is invalid (freshness-max-age-negative)", cc("max-age=-3600"), notCached),
+		stored("RFC 9111 §5.2.2.10 s-maxage (freshness-s-maxage-shared)", cc("s-maxage=3600"), cached),
+		stored("RFC 9111 §5.2.2.10 a short s-maxage outranks max-age (freshness-max-age-s-maxage-shared-longer)", cc("max-age=3600, s-maxage=1"), notCached),
+		stored("RFC 9111 §5.2.2.10 reversed (freshness-max-age-s-maxage-shared-longer-reversed)", cc("s-maxage=1, max-age=3600"), notCached),
+		stored("RFC 9111 §5.2.2.10 on two lines (freshness-max-age-s-maxage-shared-longer-multiple)", cc("max-age=3600", "s-maxage=1"), notCached),
+		stored("optimal RFC 9111 §5.2.2.10 a long s-maxage outranks max-age (freshness-max-age-s-maxage-shared-shorter)", cc("max-age=1, s-maxage=3600"), cached),
+		stored("optimal RFC 9111 §5.2.2.10 and a past Expires (freshness-max-age-s-maxage-shared-shorter-expires)", append(cc("max-age=0, s-maxage=3600"), "Expires", "{date:-10}"), cached),
+		stored("RFC 9111 §5.2 a quoted max-age inside an extension is not max-age (freshness-max-age-ignore-quoted)", cc(`extension="max-age=3600", max-age=1`), notCached),
+		stored("RFC 9111 §5.2 the same, reversed (freshness-max-age-ignore-quoted-rev)", cc(`max-age=1, extension="max-age=3600"`), notCached),
+		stored("RFC 9111 §1.2.2 max-age with leading zeros (freshness-max-age-leading-zero)", cc("max-age=003600"), cached),
+		stored("RFC 9111 §1.2.2 a single-quoted max-age is invalid (freshness-max-age-single-quoted)", cc("max-age='3600'"), notCached),
+		stored("optimal RFC 9111 §5.3 a future Expires (freshness-expires-future)", []string{"Expires", "{date:2592000}", "Date", "{date:0}"}, cached),
+		stored("RFC 9111 §5.3 a past Expires (freshness-expires-past)", []string{"Expires", "{date:-2592000}", "Date", "{date:0}"}, notCached),
+		stored("RFC 9111 §5.3 Expires equal to Date (freshness-expires-present)", []string{"Expires", "{date:0}", "Date", "{date:0}"}, notCached),
+		stored("RFC 9111 §4.2.1 Expires before Date (freshness-expires-old-date)", []string{"Expires", "{date:300}", "Date", "{date:400}"}, notCached),
+		stored("RFC 9111 §5.3 Expires 0 (freshness-expires-invalid)", []string{"Expires", "0", "Date", "{date:0}"}, notCached),
+		conformanceCase{name: "RFC 9111 §4.2.3 Age past Expires - Date, Date slow (freshness-expires-age-slow-date)", steps: []step{
+			{resp: []string{"Date", "{date:-10}", "Expires", "{date:10}", "Age", "25"}}, {want: notCached}}},
+		conformanceCase{name: "RFC 9111 §4.2.3 Age past Expires - Date, Date fast (freshness-expires-age-fast-date)", steps: []step{
+			{resp: []string{"Date", "{date:10}", "Expires", "{date:20}", "Age", "15"}}, {want: notCached}}},
+	})
+}
+
+// The suite's stale-close-* cases: a stale answer whose directive forbids
+// serving it stale is not served when the origin drops the connection.
+func TestConformanceStaleProhibited(t *testing.T) {
+	var cases []conformanceCase
+	for _, d := range []string{"must-revalidate", "proxy-revalidate", "no-cache", "s-maxage=2"} {
+		cases = append(cases, conformanceCase{
+			name: "RFC 9111 §4.2.4 a stale answer with " + d + " is not served when the origin drops the connection (stale-close-" + d + ")",
+			steps: []step{
+				{resp: []string{"Cache-Control", "max-age=2, " + d, "ETag", `"e"`}, body: "v1", pause: true},
+				{disconnect: true, wantStatus: http.StatusBadGateway},
+			},
+		})
+	}
+	cases = append(cases, conformanceCase{
+		name: "RFC 9111 §4.2.4 a stale answer without them is served when the origin drops the connection (stale-close)",
+		steps: []step{
+			{resp: []string{"Cache-Control", "max-age=2"}, body: "v1", pause: true},
+			{disconnect: true, wantStatus: 200, wantBody: text("v1")},
+		},
+	})
+	runConformance(t, cases)
+}

@@ -63,6 +63,8 @@ type step struct {
 	resp   []string // the origin's header pairs
 	body   string   // the origin's body; "" is a body naming the step
 	pause  bool     // 3 s pass after this step
+	// disconnect: the origin drops the connection without an answer.
+	disconnect bool
 	// interim are the 1xx answers the origin sends first: a code, then
 	// header pairs.
 	interim [][]string
@@ -106,6 +108,9 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := o.steps[min(i, len(o.steps)-1)]
 	resp := o.fields(i)
 	o.mu.Unlock()
+	if s.disconnect {
+		panic(http.ErrAbortHandler) // net/http closes the connection, no answer
+	}
 	now := o.clock.Now()
 	for _, in := range s.interim {
 		code, _ := strconv.Atoi(in[0])
