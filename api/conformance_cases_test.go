@@ -425,3 +425,49 @@ func TestConformanceStaleProhibited(t *testing.T) {
 	})
 	runConformance(t, cases)
 }
+
+// RFC 9111 §3.2, §4.3.4: a 304 updates the stored fields it carries and
+// keeps the others (the suite's update304.mjs).
+func TestConformanceUpdateFrom304(t *testing.T) {
+	lm := "Wed, 01 Jan 2020 00:00:00 GMT"
+	var cases []conformanceCase
+	cases = append(cases, conformanceCase{name: "RFC 9111 §4.3.4 a 304 that omits a stored field keeps it (304-lm-use-stored-Test-Header)", steps: []step{
+		{resp: []string{"Cache-Control", "max-age=2", "Last-Modified", lm, "Date", "{date:0}", "Test-Header", "A"}, pause: true},
+		{resp: []string{"Last-Modified", lm, "Date", "{date:0}"}, want: lmValidated, wantStatus: 200, wantHeaders: []string{"Test-Header", "A"}},
+	}})
+	for _, f := range []struct{ name, a, b string }{
+		{"Test-Header", "A", "B"}, {"X-Test-Header", "A", "B"}, {"Content-Foo", "A", "B"},
+		{"X-Content-Foo", "A", "B"}, {"Cache-Control", "max-age=1", "max-age=3600"},
+	} {
+		answer := func(v string) []string {
+			kv := []string{"Date", "{date:0}", f.name, v, "ETag", `"e1"`}
+			if f.name != "Cache-Control" {
+				kv = append(kv, "Cache-Control", "max-age=2")
+			}
+			return kv
+		}
+		cases = append(cases, conformanceCase{name: "RFC 9111 §3.2 a 304 updates " + f.name + " (304-etag-update-response-" + f.name + ")", steps: []step{
+			{resp: answer(f.a), pause: true},
+			{resp: answer(f.b), want: etagValidated, wantStatus: 200, wantHeaders: []string{f.name, f.b}},
+		}})
+	}
+	// The renewed answer is fresh on the 304's max-age.
+	cases[len(cases)-1].steps = append(cases[len(cases)-1].steps, step{want: cached, wantHeaders: []string{"Cache-Control", "max-age=3600"}})
+	runConformance(t, cases)
+}
+
+// RFC 9111 §4.4: an unsafe method's success removes the URL; a failure
+// does not (the suite's invalidation.mjs).
+func TestConformanceInvalidation(t *testing.T) {
+	var cases []conformanceCase
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		cases = append(cases,
+			conformanceCase{name: "RFC 9111 §4.4 a successful " + m + " invalidates the URL (invalidate-" + m + ")", steps: []step{
+				freshAnswer(), {method: m, resp: []string{}}, {want: notCached},
+			}},
+			conformanceCase{name: "optimal RFC 9111 §4.4 a failed " + m + " does not (invalidate-" + m + "-failed)", steps: []step{
+				freshAnswer(), {method: m, status: http.StatusInternalServerError, resp: []string{}}, {want: cached},
+			}})
+	}
+	runConformance(t, cases)
+}

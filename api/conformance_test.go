@@ -58,6 +58,7 @@ func (e expect) String() string {
 // In header values, "{date:N}" is the origin's clock plus N seconds as an
 // IMF-fixdate, "{rfc850:N}" the same in RFC 850 form.
 type step struct {
+	method string   // "" is GET; another method sends a small body
 	req    []string // request header pairs
 	status int      // the origin's status; 0 is 200
 	resp   []string // the origin's header pairs
@@ -230,7 +231,7 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 				o.next = i
 				before := o.n
 				o.mu.Unlock()
-				resp, body, interim := conformanceGet(t, client, base+path, s.req, o.clock.Now())
+				resp, body, interim := conformanceDo(t, client, s.method, base+path, s.req, o.clock.Now())
 				o.mu.Lock()
 				asked := o.n > before
 				var got http.Header
@@ -252,9 +253,10 @@ func runConformance(t *testing.T, cases []conformanceCase) {
 	}
 }
 
-// conformanceGet sends one GET and returns its answer, body read, and the
-// 1xx answers before it, each as "code field: value...".
-func conformanceGet(t *testing.T, c *http.Client, u string, kv []string, now time.Time) (*http.Response, string, []string) {
+// conformanceDo sends one request (GET when method is "") and returns its
+// answer, body read, and the 1xx answers before it, each as
+// "code field: value...".
+func conformanceDo(t *testing.T, c *http.Client, method, u string, kv []string, now time.Time) (*http.Response, string, []string) {
 	t.Helper()
 	interim := []string{}
 	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
@@ -267,7 +269,13 @@ func conformanceGet(t *testing.T, c *http.Client, u string, kv []string, now tim
 		interim = append(interim, seen)
 		return nil
 	}}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, u, nil)
+	var body io.Reader
+	if method == "" {
+		method = http.MethodGet
+	} else {
+		body = strings.NewReader("abc")
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), method, u, body)
 	if err != nil {
 		t.Fatal(err)
 	}
