@@ -27,6 +27,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 		s.enqueue(w, r, req, async, start)
 		return
 	}
+	req.InterimTo = w // the upstream's 1xx answers reach the client until EndInterim
 	resp, owner, err := s.dispatch(r.Context(), req)
 	req.EndInterim()
 	if err != nil {
@@ -76,13 +77,12 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	}
 	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
 	return &proxy.Request{
-		Route:     rt.Name,
-		Method:    r.Method,
-		Path:      rest,
-		RawQuery:  r.URL.RawQuery,
-		Header:    h,
-		Body:      body,
-		InterimTo: w, // the upstream's 1xx answers, until EndInterim
+		Route:    rt.Name,
+		Method:   r.Method,
+		Path:     rest,
+		RawQuery: r.URL.RawQuery,
+		Header:   h,
+		Body:     body,
 	}, nil
 }
 
