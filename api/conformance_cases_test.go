@@ -471,3 +471,48 @@ func TestConformanceInvalidation(t *testing.T) {
 	}
 	runConformance(t, cases)
 }
+
+// RFC 9111 §4.1 (the suite's vary.mjs and vary-parse.mjs) and §3.5
+// (authorization.mjs).
+func TestConformanceVaryAndAuthorization(t *testing.T) {
+	answer := func(vary string) []string {
+		return []string{"Cache-Control", "max-age=5000", "Last-Modified", "{date:-3000}", "Date", "{date:0}", "Vary", vary}
+	}
+	two := func(first, second []string, vary string, want expect) []step {
+		return []step{{req: first, resp: answer(vary), pause: true}, {req: second, want: want}}
+	}
+	foo1 := []string{"Foo", "1"}
+	foo1bar := []string{"Foo", "1", "Bar", "abc"}
+	foo1barbaz := []string{"Foo", "1", "Bar", "abc", "Baz", "789"}
+	auth := []string{"Authorization", "FOO"}
+	withAuth := func(cc string) []step {
+		return []step{{req: auth, resp: []string{"Cache-Control", cc, "Date", "{date:0}"}, pause: true}, {req: auth, want: notCached}}
+	}
+	cases := []conformanceCase{
+		{name: "optimal RFC 9111 §4.1 a matching variant is reused (vary-match)", steps: two(foo1, foo1, "Foo", cached)},
+		{name: "RFC 9111 §4.1 another value is not (vary-no-match)", steps: two(foo1, []string{"Foo", "2"}, "Foo", notCached)},
+		{name: "RFC 9111 §4.1 the stored request omitted the field (vary-omit-stored)", steps: two(nil, foo1, "Foo", notCached)},
+		{name: "RFC 9111 §4.1 the new request omits it (vary-omit)", steps: two(foo1, nil, "Foo", notCached)},
+		{name: "optimal RFC 9111 §4.1 a field not in Vary does not split (vary-cache-key)", steps: two([]string{"Foo", "1", "Other", "2"}, []string{"Foo", "1", "Other", "3"}, "Foo", cached)},
+		{name: "optimal RFC 9111 §4.1 two fields match (vary-2-match)", steps: two(foo1bar, foo1bar, "Foo, Bar", cached)},
+		{name: "RFC 9111 §4.1 two fields, one differs (vary-2-no-match)", steps: two(foo1bar, []string{"Foo", "2", "Bar", "abc"}, "Foo, Bar", notCached)},
+		{name: "RFC 9111 §4.1 two fields, both omitted (vary-2-match-omit)", steps: two(foo1bar, nil, "Foo, Bar", notCached)},
+		{name: "optimal RFC 9111 §4.1 three fields match (vary-3-match)", steps: two(foo1barbaz, foo1barbaz, "Foo, Bar, Baz", cached)},
+		{name: "RFC 9111 §4.1 three fields, one differs (vary-3-no-match)", steps: two(foo1barbaz, []string{"Foo", "2", "Bar", "abc", "Baz", "789"}, "Foo, Bar, Baz", notCached)},
+		{name: "RFC 9111 §4.1 three fields, another order and value (vary-3-order)", steps: two(foo1barbaz, []string{"Foo", "1", "Baz", "789", "Bar", "abcde"}, "Foo, Bar, Baz", notCached)},
+		{name: "optimal RFC 9111 §4.1 three fields, one omitted both times (vary-3-omit)", steps: two([]string{"Foo", "1", "Baz", "789"}, []string{"Foo", "1", "Baz", "789"}, "Foo, Bar, Baz", cached)},
+		{name: "RFC 9111 §4.1 Vary: * is never reused (vary-star)", steps: two(foo1, foo1, "*", notCached)},
+		{name: "RFC 9111 §4.1 Vary: *, * (vary-syntax-star-star)", steps: two(foo1, foo1, "*, *", notCached)},
+		{name: "RFC 9111 §4.1 Vary: , * (vary-syntax-empty-star)", steps: two(foo1, foo1, ", *", notCached)},
+		{name: "RFC 9111 §4.1 Vary: *, Foo (vary-syntax-star-foo)", steps: two(foo1, foo1, "*, Foo", notCached)},
+		{name: "RFC 9111 §4.1 Vary: Foo, * (vary-syntax-foo-star)", steps: two(foo1, foo1, "Foo, *", notCached)},
+		{name: "RFC 9111 §3.5 an answer to Authorization is not shared (other-authorization)", steps: withAuth("max-age=3600")},
+		{name: "exception RFC 9111 §3.5 must-revalidate is no leave to share an authorized answer (other-authorization-must-revalidate)", steps: withAuth("max-age=3600, must-revalidate")},
+	}
+	for _, cc := range []string{"max-age=3600, public", "s-maxage=3600"} {
+		cases = append(cases, conformanceCase{name: "optimal RFC 9111 §3.5 " + cc + " shares an authorized answer (other-authorization-" + cc + ")", steps: []step{
+			{req: auth, resp: []string{"Cache-Control", cc, "Date", "{date:0}"}, pause: true}, {req: auth, want: cached},
+		}})
+	}
+	runConformance(t, cases)
+}
