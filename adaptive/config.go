@@ -10,8 +10,10 @@ import (
 // Bounds a configuration may ask for; config validates hosts[].adaptive
 // with them.
 const (
-	// MinFloor is the lowest rate floor, in requests a second: one attempt
-	// every ten seconds still learns that a host has recovered.
+	// MinFloor is the lowest rate floor a configuration may give a host,
+	// in requests a second for the whole cluster: one attempt every ten
+	// seconds still learns that a host has recovered. (A node's share of
+	// it may be lower.)
 	MinFloor = 0.1
 	// DefaultFloor is the rate floor when none is configured, in requests
 	// a second (never above the ceiling).
@@ -22,7 +24,7 @@ const (
 // configuration; the rest are the package's defaults, which tests shorten.
 type Config struct {
 	// RateFloor is the lowest the rate limit goes, in requests a second.
-	// Default DefaultFloor, at most RateCeiling; >= MinFloor.
+	// Default DefaultFloor, at most RateCeiling; > 0, <= RateCeiling.
 	RateFloor float64
 	// RateCeiling is the highest the rate limit goes and where it starts,
 	// in requests a second: the host's static rate cap. Required, > 0.
@@ -103,8 +105,8 @@ func (c Config) Validate() error {
 	switch {
 	case !(c.RateCeiling > 0) || math.IsInf(c.RateCeiling, 0):
 		return fmt.Errorf("%w: rate ceiling %v must be finite and > 0", errBadConfig, c.RateCeiling)
-	case c.RateFloor < MinFloor || c.RateFloor > c.RateCeiling:
-		return fmt.Errorf("%w: rate floor %v outside [%v, ceiling %v]", errBadConfig, c.RateFloor, MinFloor, c.RateCeiling)
+	case !(c.RateFloor > 0) || c.RateFloor > c.RateCeiling:
+		return fmt.Errorf("%w: rate floor %v outside (0, ceiling %v]", errBadConfig, c.RateFloor, c.RateCeiling)
 	case c.InflightCeiling < 1 || c.InflightFloor < 1 || c.InflightFloor > c.InflightCeiling:
 		return fmt.Errorf("%w: in-flight floor %v and ceiling %v must be >= 1, floor <= ceiling", errBadConfig, c.InflightFloor, c.InflightCeiling)
 	case c.Window <= 0 || c.ClimbTime <= 0 || c.LatencySlack < 0 || c.MaxHealthyLatency < 0:

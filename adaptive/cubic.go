@@ -69,5 +69,15 @@ func (c *cubic) grow(now time.Time, bound bool, window time.Duration) {
 	c.value = c.clamp(max(c.value, w))
 }
 
+// rebound moves the bounds, clamping the limit into them; a limit never
+// cut follows the ceiling, where it started.
+func (c *cubic) rebound(floor, ceiling float64) {
+	c.floor, c.ceiling = floor, ceiling
+	if c.lossAt == 0 {
+		c.value = ceiling
+	}
+	c.value = c.clamp(c.value)
+}
+
 // binds reports whether level, the use in a window, reached half the limit.
 func (c *cubic) binds(level float64) bool { return 2*level >= c.value }

@@ -70,6 +70,24 @@ func New(cfg Config) (*Host, error) {
 	}, nil
 }
 
+// Rebound sets new floors and ceilings (a node's share of a host's caps
+// moved with membership, or the caps were reloaded): the limits in force
+// are clamped into them, what was learned is kept. Bounds Validate would
+// refuse are ignored.
+func (h *Host) Rebound(rateFloor, rateCeiling, inflightCeiling float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.cfg
+	c.RateFloor, c.RateCeiling, c.InflightCeiling = rateFloor, rateCeiling, inflightCeiling
+	c.InflightFloor = min(c.InflightFloor, inflightCeiling)
+	if c.Validate() != nil {
+		return
+	}
+	h.cfg = c
+	h.rate.rebound(rateFloor, rateCeiling)
+	h.inflight.rebound(c.InflightFloor, inflightCeiling)
+}
+
 // Loss reports whether an answer's status is loss: a 429 or a 503, with
 // or without Retry-After.
 func Loss(status int) bool {

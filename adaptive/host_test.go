@@ -204,7 +204,7 @@ func TestConfigValidate(t *testing.T) {
 		{"defaults", baseConfig(), true},
 		{"no rate ceiling", Config{InflightCeiling: 4}, false},
 		{"infinite rate ceiling", Config{RateCeiling: math.Inf(1), InflightCeiling: 4}, false},
-		{"floor under MinFloor", Config{RateCeiling: 10, RateFloor: 0.01, InflightCeiling: 4}, false},
+		{"negative floor", Config{RateCeiling: 10, RateFloor: -1, InflightCeiling: 4}, false},
 		{"floor over ceiling", Config{RateCeiling: 10, RateFloor: 11, InflightCeiling: 4}, false},
 		{"small ceiling takes a small default floor", Config{RateCeiling: 0.5, InflightCeiling: 4}, true},
 		{"no in-flight ceiling", Config{RateCeiling: 10}, false},
@@ -243,5 +243,35 @@ func TestHostIsSafeForConcurrentUse(t *testing.T) {
 	}
 	if st := h.State(start.Add(time.Second)); st.Cuts == 0 || st.Rate > 100 {
 		t.Fatalf("state %+v after concurrent losses", st)
+	}
+}
+
+func TestReboundClampsTheLimitsAndKeepsWhatWasLearned(t *testing.T) {
+	cases := []struct {
+		name             string
+		cut              bool
+		floor, rate, inf float64
+		want             Limits
+	}{
+		{"never cut follows the ceiling up", false, 1, 150, 96, Limits{Rate: 150, Inflight: 96}},
+		{"never cut follows the ceiling down", false, 1, 50, 32, Limits{Rate: 50, Inflight: 32}},
+		{"a cut limit stays under a higher ceiling", true, 1, 150, 96, Limits{Rate: 14, Inflight: 1}},
+		{"a cut limit is clamped under a lower ceiling", true, 1, 10, 96, Limits{Rate: 10, Inflight: 1}},
+		{"a cut limit is raised to a higher floor", true, 20, 150, 96, Limits{Rate: 20, Inflight: 1}},
+		{"an invalid bound is ignored", false, 5, 2, 96, Limits{Rate: 100, Inflight: 64}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, baseConfig())
+			s.run(3*time.Second, 20, fixed(10*time.Millisecond), ok)
+			if tc.cut {
+				s.h.End(s.now, 429, 0)
+			}
+			s.h.Rebound(tc.floor, tc.rate, tc.inf)
+			got := s.limits()
+			if !near(got.Rate, tc.want.Rate, 0.05) || got.Inflight != tc.want.Inflight {
+				t.Fatalf("limits %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -128,6 +128,7 @@ func (k *call) attempt() (*Response, error) {
 	}
 	defer k.c.release(k.hl)
 	k.sent(time.Since(queued))
+	k.learnBegin()
 	k.c.obs.InFlight(k.hostKey, 1)
 	defer k.c.obs.InFlight(k.hostKey, -1)
 
@@ -140,6 +141,7 @@ func (k *call) attempt() (*Response, error) {
 	if res != nil {
 		status = res.Status
 	}
+	k.learnEnd(status, time.Since(t0))
 	k.c.obs.Attempt(k.req.Route, k.hostKey, status, err, time.Since(t0))
 	k.notePause(res)
 	if res != nil {
