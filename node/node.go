@@ -357,7 +357,7 @@ func (n *Node) status() api.ClusterStatus {
 // (store, upstream) import no metrics, so their readers are handed in.
 func (n *Node) registerGauges() {
 	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
-	n.metrics.UpstreamGauges(n.upstream.InFlightCalls, n.upstream.Share)
+	n.metrics.UpstreamGauges(n.upstream)
 	n.metrics.ConnGauges(n.connStats)
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
