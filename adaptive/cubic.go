@@ -63,10 +63,15 @@ func (c *cubic) grow(now time.Time, bound bool, window time.Duration) {
 		c.epoch = c.epoch.Add(window)
 		return
 	}
-	k := c.climb.Seconds()
-	x := (now.Sub(c.epoch).Seconds() - k) / k
-	w := c.lossAt + c.lossAt*(1-c.beta)*x*x*x
-	c.value = c.clamp(max(c.value, w))
+	c.value = c.clamp(max(c.value, Curve(c.lossAt, c.beta, c.climb, now.Sub(c.epoch))))
+}
+
+// Curve is the climb's level elapsed after a cut of beta from a loss at
+// lossAt, reaching lossAt again after k (see cubic): for a learner that
+// keeps its own state, such as the cluster's budget.
+func Curve(lossAt, beta float64, k, elapsed time.Duration) float64 {
+	x := (elapsed.Seconds() - k.Seconds()) / k.Seconds()
+	return lossAt + lossAt*(1-beta)*x*x*x
 }
 
 // rebound moves the bounds, clamping the limit into them; a limit never
