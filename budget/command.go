@@ -64,7 +64,7 @@ func (r Report) Validate() error {
 		return fmt.Errorf("%w: no time", ErrBadCommand)
 	case r.Period <= 0 || r.Period > int64(MaxPeriod):
 		return fmt.Errorf("%w: period %v, want (0, %v]", ErrBadCommand, time.Duration(r.Period), MaxPeriod)
-	case r.Sent > maxCount || r.Wanted > maxCount || r.Lost > r.Sent:
+	case r.Sent > maxCount || r.Wanted > maxCount || r.Lost > maxCount: // an answer may come a period after its attempt left
 		return fmt.Errorf("%w: counts sent %d, lost %d, wanted %d", ErrBadCommand, r.Sent, r.Lost, r.Wanted)
 	case !(r.Ceiling > 0) || r.Ceiling > maxRate || !(r.Floor > 0) || r.Floor > r.Ceiling || math.IsNaN(r.Floor):
 		return fmt.Errorf("%w: floor %v, ceiling %v", ErrBadCommand, r.Floor, r.Ceiling)

@@ -39,6 +39,12 @@ type HostAdaptive struct {
 	// per second, or rate when lower; otherwise in [adaptive.MinFloor,
 	// rate].
 	Floor float64 `yaml:"floor"`
+	// PerNode makes each node learn alone, under its share of the caps.
+	// Default false: on a node with node.raft the cluster learns one
+	// budget for the host and each node holds a lease of it, in
+	// proportion to its demand (package budget); without node.raft the
+	// node learns alone either way.
+	PerNode bool `yaml:"per_node"`
 }
 
 // DefaultHostLimits returns the caps of a host that hosts: does not list

@@ -138,6 +138,7 @@ func TestHostAdaptiveIsParsedAndOffByDefault(t *testing.T) {
 		{"enabled with the default floor", "{rate: 20, adaptive: {enabled: true}}", HostAdaptive{Enabled: true}},
 		{"a floor", "{rate: 20, adaptive: {enabled: true, floor: 2.5}}", HostAdaptive{Enabled: true, Floor: 2.5}},
 		{"a floor at the rate", "{rate: 20, adaptive: {floor: 20}}", HostAdaptive{Floor: 20}},
+		{"each node alone", "{rate: 20, adaptive: {enabled: true, per_node: true}}", HostAdaptive{Enabled: true, PerNode: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -215,7 +215,7 @@ func (n *Node) wireUpstream() error {
 	}
 	hosts, global := routecfg.Caps(n.cfg)
 	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"),
-		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses, Hosts: hosts, GlobalInflight: global})
+		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses, Budget: n.raft.UpstreamBudget(), Hosts: hosts, GlobalInflight: global})
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,9 @@ type learner struct {
 	host *adaptive.Host
 
 	mu      sync.Mutex
+	total   Limits          // the host's cluster-wide caps (hostLimiter.total is c.mu's)
 	share   Limits          // the node's share of the static caps: the ceilings
+	leased  float64         // the lease of the cluster's budget last applied; 0: none
 	applied adaptive.Limits // last set on the slots and the bucket
 	logged  adaptive.Limits // last logged
 }
@@ -67,7 +69,7 @@ func newLearner(total Limits, share int) *learner {
 		return nil // validHosts refused what adaptive.New would
 	}
 	l := h.Limits(time.Now())
-	return &learner{host: h, share: s, applied: l, logged: l}
+	return &learner{host: h, total: total, share: s, applied: l, logged: l}
 }
 
 func learnerConfig(total, s Limits, share int) adaptive.Config {
@@ -88,7 +90,7 @@ func nodeFloor(total, s Limits, share int) float64 {
 func (a *learner) rebound(total Limits, share int) {
 	s := total.PerNode(share)
 	a.mu.Lock()
-	a.share = s
+	a.total, a.share, a.leased = total, s, 0 // a lease is applied again at the next attempt
 	a.mu.Unlock()
 	a.host.Rebound(nodeFloor(total, s, share), s.Rate, float64(s.Inflight))
 }
@@ -131,13 +133,21 @@ func scaledBurst(s Limits, learned float64) int {
 // decided.
 func (k *call) learnBegin() {
 	if a := k.hl.learn.Load(); a != nil {
-		a.host.Begin(time.Now())
+		now := time.Now()
+		if b, _, t := k.budgetOf(); b != nil {
+			a.lease(b, k.hostKey, t)
+			k.count(1, 0, 0)
+		}
+		a.host.Begin(now)
 		a.apply(k.hl, k.hostKey, k.c.log, false)
 	}
 }
 
 func (k *call) learnEnd(status int, d time.Duration) {
 	if a := k.hl.learn.Load(); a != nil {
+		if adaptive.Loss(status) {
+			k.count(0, 1, 0)
+		}
 		a.host.End(time.Now(), status, d)
 		a.apply(k.hl, k.hostKey, k.c.log, false)
 	}
@@ -195,6 +205,13 @@ func yields(ctx context.Context) bool {
 	return y
 }
 
+// caps returns the host's cluster-wide caps as the learner has them.
+func (a *learner) caps() Limits {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.total
+}
+
 // HostLimits returns, for each host called, the limits this node applies
 // by kind (KindRate in attempts a second, KindInflight): the learned ones
 // for an adaptive host, the node's share of the static caps otherwise.
@@ -202,21 +219,19 @@ func yields(ctx context.Context) bool {
 // came (the learned ceiling), by kind; absent before any.
 func (c *Client) HostLimits() (limits, learned map[string]map[string]float64) {
 	c.mu.Lock()
-	hosts := make(map[string]*hostLimiter, len(c.hosts))
-	for k, h := range c.hosts {
-		hosts[k] = h
-	}
-	share := c.share
-	c.mu.Unlock()
-	limits, learned = make(map[string]map[string]float64, len(hosts)), map[string]map[string]float64{}
-	now := time.Now()
-	for key, h := range hosts {
-		a := h.learn.Load()
-		if a == nil {
-			s := h.total.PerNode(share)
-			limits[key] = map[string]float64{KindRate: s.Rate, KindInflight: float64(s.Inflight)}
+	learners := make(map[string]*learner, len(c.hosts))
+	limits, learned = make(map[string]map[string]float64, len(c.hosts)), map[string]map[string]float64{}
+	for key, h := range c.hosts {
+		if a := h.learn.Load(); a != nil {
+			learners[key] = a
 			continue
 		}
+		s := h.total.PerNode(c.share)
+		limits[key] = map[string]float64{KindRate: s.Rate, KindInflight: float64(s.Inflight)}
+	}
+	c.mu.Unlock()
+	now := time.Now()
+	for key, a := range learners {
 		st := a.host.State(now)
 		limits[key] = map[string]float64{KindRate: st.Rate, KindInflight: float64(st.Inflight)}
 		if st.Cuts > 0 {

@@ -231,3 +231,62 @@ func TestAdaptiveLimitsValidated(t *testing.T) {
 		})
 	}
 }
+
+// fakeBudget leases a fixed rate and sums what it hears.
+type fakeBudget struct {
+	mu                  sync.Mutex
+	rate                float64
+	sent, lost, refused int
+	ceiling, floor      float64
+}
+
+func (b *fakeBudget) Lease(string) (float64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.rate, b.rate > 0
+}
+
+func (b *fakeBudget) Count(_ string, sent, lost, refused int, ceiling, floor float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sent, b.lost, b.refused = b.sent+sent, b.lost+lost, b.refused+refused
+	b.ceiling, b.floor = ceiling, floor
+}
+
+func TestSharedHostLearnsUnderItsLeaseOfTheClusterBudget(t *testing.T) {
+	cases := []struct {
+		name     string
+		shared   bool
+		wantRate float64 // the node's learned rate ceiling after the run
+	}{
+		{"shared: the lease is the ceiling", true, 5},
+		{"not shared: the budget is not asked", false, 40},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := newQuotaServer(1000, 100)
+				b := &fakeBudget{rate: 5}
+				c := newClient(t, Config{Transport: q, Budget: b,
+					Hosts: map[string]Limits{apiHost: {Rate: 40, Burst: 20, Adaptive: true, AdaptiveFloor: 2, Shared: tc.shared}}})
+				offer(t, c, 20, 10*time.Second)
+				attempts, _ := q.counts()
+				l, _ := c.HostLimits()
+				t.Logf("%d attempts in 10 s; limits %v; budget heard sent %d, refused %d", attempts, l, b.sent, b.refused)
+				if got := l[apiHost][KindRate]; got != tc.wantRate {
+					t.Fatalf("learned rate %v, want %v", got, tc.wantRate)
+				}
+				if !tc.shared {
+					if b.sent != 0 {
+						t.Fatalf("budget heard %d attempts of a host that does not share it", b.sent)
+					}
+					return
+				}
+				if attempts > 5*10+20 || b.sent != attempts || b.refused == 0 || b.ceiling != 40 || b.floor != 2 {
+					t.Fatalf("%d attempts; budget heard sent %d, refused %d, bounds %v–%v: want at most the lease's 5/s, every attempt heard, the held-back demand too",
+						attempts, b.sent, b.refused, b.floor, b.ceiling)
+				}
+			})
+		})
+	}
+}

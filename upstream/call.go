@@ -124,6 +124,7 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
 	if err := k.admitUnpaused(); err != nil {
+		k.countRefusal(err)
 		return nil, k.stampSent(err)
 	}
 	defer k.c.release(k.hl)

@@ -132,6 +132,10 @@ type Limits struct {
 	// second for the whole cluster (each node its share). Default 0:
 	// adaptive.DefaultFloor, at most Rate.
 	AdaptiveFloor float64
+	// Shared makes an adaptive host's limit one budget for the cluster
+	// (Config.Budget), of which this node holds a lease. Default false:
+	// the node learns under its share of the caps alone.
+	Shared bool
 }
 
 // DefaultLimits returns the default per-host caps.
@@ -209,6 +213,11 @@ type Config struct {
 	// it answered) and hears every Retry-After of a 429 or 503. Default
 	// nil: a Retry-After delays only the call that got it.
 	Pacing Pacing
+	// Budget is the cluster's budget for the adaptive hosts whose
+	// Limits.Shared is set: it hears their attempts and gives this node
+	// its lease, the ceiling of its learned limits (see budget.go).
+	// Default nil: each node learns under its share of the caps alone.
+	Budget Budget
 }
 
 // DefaultConfig returns the default client settings.

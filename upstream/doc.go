@@ -41,7 +41,9 @@
 // holds back waits for it within its budget, unless it has a stale copy
 // to serve (Request.Fallback) or is a queued job (WithYield): those are
 // refused at once, Cap "host limit" (see adaptive.go). HostLimits reports
-// the limits in force and the levels learned.
+// the limits in force and the levels learned. A host with Limits.Shared
+// learns its rate as one budget for the cluster (Config.Budget, see
+// budget.go): this node's rate is its lease of it.
 //
 // The package knows nothing of caching or circuit breaking: the caller puts
 // validators (If-None-Match, …) in Request.Header and wraps Do in a breaker,
