@@ -8,7 +8,8 @@
 // Host folds them into windows of Config.Window; at each window's end it
 // decides, for each limit, one of:
 //
-//   - cut: a 429 or 503 (with or without Retry-After) is loss. The limit
+//   - cut: a 429 or 503 (with or without Retry-After) is loss. The rate
+//     limit (and on a 503, a host out of capacity, the in-flight limit)
 //     falls to Beta (0.7) of the level in use when the loss came (the
 //     send rate of the last window, the peak in flight), never below the
 //     floor, and that level is remembered as the loss point. One cut per

@@ -106,8 +106,9 @@ func (h *Host) Begin(now time.Time) {
 
 // End reports the end at now of an attempt Begin reported: status is the
 // answer's (0 for a network error, which says nothing of the host's
-// room), latency how long it took. A loss cuts both limits at once (once
-// a window); any other answer below 500 is a latency sample.
+// room), latency how long it took. A loss cuts at once (once a window):
+// a 429 the rate limit, a 503 both; any other answer below 500 is a
+// latency sample.
 func (h *Host) End(now time.Time, status int, latency time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -116,23 +117,29 @@ func (h *Host) End(now time.Time, status int, latency time.Duration) {
 	switch {
 	case Loss(status):
 		h.loss = true
-		h.onLoss(now)
+		h.onLoss(now, status == http.StatusServiceUnavailable)
 	case status > 0 && status < 500:
 		h.latSum += latency
 		h.latCount++
 	}
 }
 
-// onLoss cuts both limits to Beta of the level in use, unless they were
-// cut within the last window.
-func (h *Host) onLoss(now time.Time) {
+// onLoss cuts the rate limit to Beta of the rate in use, and on a 503
+// (capacity) the in-flight limit too, unless they were cut within the
+// last window. A 429 is about the rate alone: a quota counts requests,
+// not connections, and cutting the attempts in flight to what a fast
+// host needed at the loss (often 1) would only queue them behind each
+// other.
+func (h *Host) onLoss(now time.Time, capacity bool) {
 	if !h.lastCut.IsZero() && now.Sub(h.lastCut) < h.cfg.Window {
 		return
 	}
 	h.lastCut = now
 	h.cuts++
 	h.rate.cut(now, h.rateInUse(now), h.cfg.Beta)
-	h.inflight.cut(now, float64(max(h.lastPeak, h.peak)), h.cfg.Beta)
+	if capacity {
+		h.inflight.cut(now, float64(max(h.lastPeak, h.peak)), h.cfg.Beta)
+	}
 }
 
 // rateInUse is the send rate when a loss came: the last window's, or the

@@ -100,8 +100,12 @@ func TestLossesNeverCutBelowTheFloor(t *testing.T) {
 	cfg.RateFloor = 5
 	s := newSim(t, cfg)
 	s.run(time.Minute, 50, fixed(10*time.Millisecond), func(time.Time, int) int { return 429 })
+	if l := s.limits(); l.Rate != 5 || l.Inflight != 64 {
+		t.Fatalf("limits %+v after a minute of 429s, want the rate at its floor 5/s, in flight untouched", l)
+	}
+	s.run(time.Minute, 50, fixed(10*time.Millisecond), func(time.Time, int) int { return 503 })
 	if l := s.limits(); l.Rate != 5 || l.Inflight != 1 {
-		t.Fatalf("limits %+v after a minute of 429s, want the floors 5/s and 1", l)
+		t.Fatalf("limits %+v after a minute of 503s, want the floors 5/s and 1", l)
 	}
 }
 
@@ -265,7 +269,7 @@ func TestReboundClampsTheLimitsAndKeepsWhatWasLearned(t *testing.T) {
 			s := newSim(t, baseConfig())
 			s.run(3*time.Second, 20, fixed(10*time.Millisecond), ok)
 			if tc.cut {
-				s.h.End(s.now, 429, 0)
+				s.h.End(s.now, 503, 0) // both limits
 			}
 			s.h.Rebound(tc.floor, tc.rate, tc.inf)
 			got := s.limits()

@@ -129,6 +129,22 @@ func scaledBurst(s Limits, learned float64) int {
 	return max(1, int(float64(s.Burst)*learned/s.Rate))
 }
 
+// queueCostRetry reports, at a host with a learned limit, that the
+// retry after wait does not fit in the budget only because the call
+// waited for the limit (slots and tokens): the budget went to Levee's
+// queue, so the call ends as refused by it (Cap "queue": 503 with
+// Retry-After, or the stale copy; no breaker failure) rather than as a
+// spent budget, which the breaker counts. Under a quota the limit binds
+// by design: without this, three such calls in a window opened the
+// breaker for the whole route (make bench-budget, before).
+func (k *call) queueCostRetry(wait time.Duration) bool {
+	if k.hl.learn.Load() == nil || k.firstSent.IsZero() {
+		return false
+	}
+	queued := k.firstSent.Sub(k.start) + k.queued
+	return !time.Now().Add(wait).Add(-queued).After(k.deadline)
+}
+
 // learnBegin and learnEnd report an attempt to the learner, and apply what it
 // decided.
 func (k *call) learnBegin() {

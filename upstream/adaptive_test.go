@@ -290,3 +290,39 @@ func TestSharedHostLearnsUnderItsLeaseOfTheClusterBudget(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryTheLearnedLimitsQueueLeftNoBudgetForIsARefusal(t *testing.T) {
+	cases := []struct {
+		name     string
+		adaptive bool
+		wantCap  string // "": a spent budget (ErrBudget), which the breaker counts
+	}{
+		{"adaptive: Levee's queue spent the budget", true, capQueue},
+		{"static caps: as before, a spent budget", false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &script{steps: []step{status(200), status(429, "Retry-After", "2")}}
+				c := newClient(t, Config{Transport: s, Hosts: map[string]Limits{apiHost: {Rate: 1, Burst: 1, Adaptive: tc.adaptive}}})
+				if _, err := c.Do(t.Context(), getReq(t, "https://api.example/x")); err != nil {
+					t.Fatal(err)
+				}
+				// The bucket is empty: this call waits ~1 s for its token,
+				// gets a 429 asking for 2 s, and has 2.5 s of budget.
+				req := getReq(t, "https://api.example/x")
+				req.Retry = Retry{Budget: 2500 * time.Millisecond}
+				var tr Trace
+				req.Trace = &tr
+				_, err := c.Do(t.Context(), req)
+				var le *LimitedError
+				switch {
+				case tc.wantCap == "" && !errors.Is(err, ErrBudget):
+					t.Fatalf("err %v, want ErrBudget", err)
+				case tc.wantCap != "" && (!errors.As(err, &le) || le.Cap != tc.wantCap || le.Sent != 1 || tr.Refused != RefusedLimited):
+					t.Fatalf("err %v, trace %+v: want a refusal by %q after one attempt sent, no breaker failure", err, tr, tc.wantCap)
+				}
+			})
+		})
+	}
+}

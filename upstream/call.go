@@ -77,6 +77,10 @@ func (k *call) run() (*Response, error) {
 		}
 		wait, reason, retryAfter := k.nextWait(res, reason)
 		if time.Now().Add(wait).After(k.deadline) {
+			if k.queueCostRetry(wait) {
+				return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, RetryAfter: wait, Sent: k.attempts,
+					Err: fmt.Errorf("attempt %d: the wait for a learned limit left no budget for the retry in %v", n, wait)}
+			}
 			return k.finish(last, fmt.Errorf("%w: %d attempts, next wait %v", ErrBudget, n, wait), n)
 		}
 		k.report(n, res, err, reason, wait, retryAfter)
