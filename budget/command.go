@@ -40,8 +40,8 @@ type Report struct {
 	// Sent counts the attempts sent; Lost those answered 429 or 503.
 	Sent uint32 `msgpack:"sent"`
 	Lost uint32 `msgpack:"lost"`
-	// Wanted counts the attempts the node's clients asked for: Sent plus
-	// those the lease held back (waited for or refused).
+	// Wanted counts the attempts that asked to be let through in the
+	// period: the node's demand, carried by its lease or not.
 	Wanted uint32 `msgpack:"wanted"`
 	// Ceiling and Floor bound the host's cluster-wide rate (hosts: rate,
 	// adaptive.floor), in attempts a second.

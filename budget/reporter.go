@@ -41,9 +41,9 @@ type Reporter struct {
 
 // counts are one host's attempts since the last report.
 type counts struct {
-	sent, lost, refused uint32
-	ceiling, floor      float64
-	seen                time.Time // the last attempt; a host idle for ForgetAfter is no longer reported
+	wanted, sent, lost uint32
+	ceiling, floor     float64
+	seen               time.Time // the last attempt; a host idle for ForgetAfter is no longer reported
 }
 
 func (r *Reporter) init() {
@@ -63,7 +63,7 @@ func (r *Reporter) init() {
 }
 
 // Count hears one attempt's part (see upstream.Budget).
-func (r *Reporter) Count(host string, sent, lost, refused int, ceiling, floor float64) {
+func (r *Reporter) Count(host string, wanted, sent, lost int, ceiling, floor float64) {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -75,7 +75,7 @@ func (r *Reporter) Count(host string, sent, lost, refused int, ceiling, floor fl
 		c = &counts{}
 		r.counts[host] = c
 	}
-	c.sent, c.lost, c.refused = sat(c.sent, sent), sat(c.lost, lost), sat(c.refused, refused)
+	c.wanted, c.sent, c.lost = sat(c.wanted, wanted), sat(c.sent, sent), sat(c.lost, lost)
 	c.ceiling, c.floor, c.seen = ceiling, floor, r.Now()
 }
 
@@ -145,8 +145,8 @@ func (r *Reporter) take() []Report {
 			continue
 		}
 		out = append(out, Report{V: CommandVersion, Host: host, Node: r.Node, At: now.UnixNano(), Period: int64(period),
-			Sent: c.sent, Lost: c.lost, Wanted: sat(c.sent, int(c.refused)), Ceiling: c.ceiling, Floor: c.floor, Members: members})
-		c.sent, c.lost, c.refused = 0, 0, 0
+			Sent: c.sent, Lost: c.lost, Wanted: c.wanted, Ceiling: c.ceiling, Floor: c.floor, Members: members})
+		c.wanted, c.sent, c.lost = 0, 0, 0
 	}
 	return out
 }

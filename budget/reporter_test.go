@@ -40,9 +40,9 @@ func TestReporterReportsEachSecondAndRenewsItsLease(t *testing.T) {
 		r.Start()
 		defer r.Close()
 		for range 5 {
-			r.Count(apiHost, 1, 0, 0, 30, 3)
+			r.Count(apiHost, 1, 1, 0, 30, 3)
 		}
-		r.Count(apiHost, 0, 1, 2, 30, 3)
+		r.Count(apiHost, 2, 0, 1, 30, 3)
 		time.Sleep(ReportEvery + time.Millisecond)
 		synctest.Wait()
 		mu.Lock()

@@ -150,10 +150,7 @@ func (k *call) queueCostRetry(wait time.Duration) bool {
 func (k *call) learnBegin() {
 	if a := k.hl.learn.Load(); a != nil {
 		now := time.Now()
-		if b, _, t := k.budgetOf(); b != nil {
-			a.lease(b, k.hostKey, t)
-			k.count(1, 0, 0)
-		}
+		k.count(0, 1, 0)
 		a.host.Begin(now)
 		a.apply(k.hl, k.hostKey, k.c.log, false)
 	}
@@ -162,7 +159,7 @@ func (k *call) learnBegin() {
 func (k *call) learnEnd(status int, d time.Duration) {
 	if a := k.hl.learn.Load(); a != nil {
 		if adaptive.Loss(status) {
-			k.count(0, 1, 0)
+			k.count(0, 0, 1)
 		}
 		a.host.End(time.Now(), status, d)
 		a.apply(k.hl, k.hostKey, k.c.log, false)

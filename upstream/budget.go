@@ -1,7 +1,5 @@
 package upstream
 
-import "errors"
-
 // Budget is the cluster's provider budget for the hosts whose
 // Limits.Shared is set (control.Budgets implements it over the Raft
 // log, package budget): it hears every attempt to such a host and gives
@@ -15,11 +13,12 @@ type Budget interface {
 	// now; ok is false while the cluster has no budget for the host yet,
 	// and the node's share of the host's caps applies.
 	Lease(host string) (rate float64, ok bool)
-	// Count hears one attempt's part: sent (it left), lost (answered 429
-	// or 503) or refused (the host's limits held it back: demand the lease
-	// did not carry). ceiling and floor are the host's cluster-wide rate
-	// cap and adaptive floor, which the budget stays between.
-	Count(host string, sent, lost, refused int, ceiling, floor float64)
+	// Count hears one attempt's part: wanted (it asked to be let through:
+	// the node's demand, whether the lease then carried it or not), sent
+	// (it left) or lost (answered 429 or 503). ceiling and floor are the
+	// host's cluster-wide rate cap and adaptive floor, which the budget
+	// stays between.
+	Count(host string, wanted, sent, lost int, ceiling, floor float64)
 }
 
 // budgetOf returns the budget a host's calls count against: nil unless
@@ -36,22 +35,24 @@ func (k *call) budgetOf() (Budget, *learner, Limits) {
 }
 
 // count hands one attempt's part to the host's budget, if it has one.
-func (k *call) count(sent, lost, refused int) {
+func (k *call) count(wanted, sent, lost int) {
 	if b, _, t := k.budgetOf(); b != nil {
 		t = t.withDefaults()
-		b.Count(k.hostKey, sent, lost, refused, t.Rate, totalFloor(t))
+		b.Count(k.hostKey, wanted, sent, lost, t.Rate, totalFloor(t))
 	}
 }
 
-// countRefusal counts a refusal by the host's own limits as demand.
-func (k *call) countRefusal(err error) {
-	var le *LimitedError
-	if errors.As(err, &le) && le.Sent == 0 {
-		switch le.Cap {
-		case capHostSlot, capHostToken, capHostLimit:
-			k.count(0, 0, 1)
-		}
+// askLease counts an attempt asking for admission as demand, and applies
+// the node's lease before the attempt waits under it: a lease that grew
+// since the last attempt must not wait for that attempt's token.
+func (k *call) askLease() {
+	b, a, t := k.budgetOf()
+	if b == nil {
+		return
 	}
+	k.count(1, 0, 0)
+	a.lease(b, k.hostKey, t)
+	a.apply(k.hl, k.hostKey, k.c.log, false)
 }
 
 // lease rebounds the host's learned limits to this node's lease of the

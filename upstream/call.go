@@ -127,8 +127,8 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 // attempt sends the request once under the caps.
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
+	k.askLease()
 	if err := k.admitUnpaused(); err != nil {
-		k.countRefusal(err)
 		return nil, k.stampSent(err)
 	}
 	defer k.c.release(k.hl)
