@@ -192,7 +192,7 @@ func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bo
 		e, ok = n.c.Get(vk)
 	}
 	now := n.now()
-	if !ok || e.Freshness(now) != store.Fresh {
+	if !ok || e.Freshness(now) != store.Fresh || !proxy.Decodable(e.Header, h["Accept-Encoding"]) {
 		return nil, false
 	}
 	n.serve(n.slot(vk), now)
