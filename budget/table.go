@@ -99,9 +99,8 @@ func (h *host) forget(now int64) {
 	maps.DeleteFunc(h.Nodes, func(_ string, n *node) bool { return now-n.At > int64(ForgetAfter) })
 }
 
-// learn moves the limit: a cut on loss, else a climb while it binds. The
-// level a loss came at is what the host took: the cluster's rate in use
-// less its losses, the provider's quota as the nodes saw it.
+// learn moves the limit: a cut on loss to beta of what the host took (the
+// cluster's rate in use less its losses), else a climb while it binds.
 func (h *host) learn(r Report) {
 	inUse, lost := h.rate(r.At)
 	switch {
@@ -110,17 +109,20 @@ func (h *host) learn(r Report) {
 		if level <= 0 || level > h.Limit {
 			level = h.Limit
 		}
-		// No fast convergence (RFC 9438 §4.7) here, unlike adaptive's
-		// nodes: it leaves room to competing flows, and the cluster is
-		// one flow; its level is measured, not guessed from the limit.
-		h.LossAt = level
+		// The loss point (CUBIC's W_max, RFC 9438 §4.6) is half way
+		// between what the host took and the limit the loss came at: the
+		// quota lies between them, and the nodes' counts of what it took
+		// run low (a period's answers land in the next; make bench-budget
+		// sat at 80 % of the quota on them alone). No fast convergence
+		// (§4.7): it leaves room to competing flows; the cluster is one.
+		h.LossAt = max((h.Limit+level)/2, level)
 		h.Limit, h.Epoch, h.LastCut = level*beta, r.At, r.At
 	case r.Lost > 0:
 		// The same overshoot, answered to another node: already cut, but
 		// its report completes the level the loss came at (the first
 		// report of a window sees only its own node's part).
-		if level := inUse - lost; level > h.LossAt {
-			h.LossAt, h.Limit = level, max(h.Limit, level*beta)
+		if level := inUse - lost; level*beta > h.Limit {
+			h.Limit = level * beta
 		}
 	case h.LossAt == 0:
 		h.Limit = r.Ceiling // never cut: the ceiling, as configured now

@@ -128,7 +128,7 @@ func TestClusterLearnsAQuotaAndFollowsItsChanges(t *testing.T) {
 		// Regression guards, not the targets (make bench-budget
 		// judges those, with each node's own limiter reacting within a
 		// round trip): here the only reaction is the next second's report.
-		{"learning", 60, 20, 10, 0.02, 0.9, 1.1},
+		{"learning", 60, 20, 10, 0.04, 0.9, 1.1},
 		{"quota halved", 30, 10, 10, 0.04, 0.85, 1.1},
 		{"quota doubled", 30, 20, 10, 0.04, 0.85, 1.1},
 	}
