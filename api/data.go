@@ -81,6 +81,8 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 		RawQuery: r.URL.RawQuery,
 		Header:   h,
 		Body:     body,
+		// write copies a fresh hit's header from its record (proxy/record.go).
+		ReadsRecord: true,
 	}, nil
 }
 
@@ -165,11 +167,16 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	// Internal headers are stripped from answers too: an upstream (or a
 	// compromised peer) must not be able to speak Levee's own vocabulary to
 	// clients; the ones Levee means to send are set below. resp.Header may
-	// be a cached entry's: CopyCleanHeader shares its values read-only.
-	proxy.CopyCleanHeader(h, resp.Header, true)
+	// be a cached entry's: CopyCleanHeader shares its values read-only. A
+	// fresh hit's header is copied straight from its record.
+	if resp.Header == nil && resp.Record != nil {
+		proxy.CopyCleanRecord(h, resp.Record, true)
+	} else {
+		proxy.CopyCleanHeader(h, resp.Header, true)
+	}
 	status, body := resp.Status, resp.Body
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK {
-		if inm := first(r.Header, "If-None-Match"); inm != "" && etagMatch(inm, first(resp.Header, "Etag")) {
+		if inm := first(r.Header, "If-None-Match"); inm != "" && etagMatch(inm, proxy.ResponseValue(resp, "Etag")) {
 			status, body = http.StatusNotModified, nil
 			delete(h, "Content-Type")
 		}
@@ -220,7 +227,7 @@ func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (ca
 	if servedFromCache(resp.Result) {
 		// The age the answer had when it came (the upstream's Age field,
 		// still in its header: this one replaces it) plus its time here.
-		b = strconv.AppendInt(b, int64((proxy.InitialAge(resp.Header)+resp.Age)/time.Second), 10)
+		b = strconv.AppendInt(b, int64((initialAge(resp)+resp.Age)/time.Second), 10)
 	}
 	endAge := len(b)
 	if withLength {
@@ -228,6 +235,14 @@ func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (ca
 	}
 	all := string(b)
 	return all[:endStatus], all[endStatus:endAge], all[endAge:]
+}
+
+// initialAge is proxy.InitialAge of resp's header, wherever it is kept.
+func initialAge(resp *proxy.Response) time.Duration {
+	if resp.Header == nil && resp.Record != nil {
+		return proxy.RecordInitialAge(resp.Record)
+	}
+	return proxy.InitialAge(resp.Header)
 }
 
 // leveeValues hands out one-value slices of one array, one per header,

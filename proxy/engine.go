@@ -155,9 +155,13 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Response, error) {
 	now := e.cfg.Now()
 	pkey := primaryKey(rt, raw)
-	first, ok := e.cfg.Cache.Get(pkey)
-	if ok && first.Status != 0 && first.Freshness(now) == store.Fresh {
-		return e.hit(pkey, first, now), nil
+	rec, ok := e.cfg.Cache.Record(pkey)
+	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh {
+		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil
+	}
+	var first *store.Entry
+	if ok {
+		first = rec.Entry()
 	}
 	r := prepared(rt, raw)
 	key, ent := e.follow(pkey, first, ok, r.Header)

@@ -65,10 +65,17 @@ func dropped(k string, named []string, internal bool) bool {
 func connectionNamed(h http.Header) []string {
 	var named []string
 	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				named = append(named, http.CanonicalHeaderKey(f))
-			}
+		named = appendConnectionNamed(named, v)
+	}
+	return named
+}
+
+// appendConnectionNamed appends the canonical names one Connection value
+// lists.
+func appendConnectionNamed(named []string, v string) []string {
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			named = append(named, http.CanonicalHeaderKey(f))
 		}
 	}
 	return named
@@ -87,7 +94,12 @@ func InitialAge(h http.Header) time.Duration {
 	if len(v) != 1 {
 		return 0
 	}
-	n, err := strconv.ParseUint(strings.TrimSpace(v[0]), 10, 31)
+	return ageField(v[0])
+}
+
+// ageField is InitialAge of the one Age value v.
+func ageField(v string) time.Duration {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
 	if err != nil {
 		return 0
 	}

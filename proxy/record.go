@@ -1,0 +1,62 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/levee/levee/store"
+)
+
+// A fresh hit under a primary key is served from the cache's record as it
+// is (store.Record): its header is not decoded into a map, which would
+// cost a map and its inserts per hit, but copied by api straight from the
+// record into the client's answer, through the same rule as
+// CopyCleanHeader. Response.Record carries it; Request.ReadsRecord says the
+// caller reads the header there.
+
+// CopyCleanRecord is CopyCleanHeader with a record's stored header as the
+// source: it sets in dst every stored field CleanHeader keeps. The values
+// are the record's own read-only strings, in one array allocated here.
+func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool) {
+	var named []string
+	if _, n := rec.Field("Connection"); n > 0 {
+		for k, v := range rec.Values() {
+			if k == "Connection" {
+				named = appendConnectionNamed(named, v)
+			}
+		}
+	}
+	rec.CopyHeader(dst, func(k string) bool { return dropped(k, named, internal) })
+}
+
+// RecordInitialAge is InitialAge of a record's stored header.
+func RecordInitialAge(rec *store.Record) time.Duration {
+	v, n := rec.Field("Age")
+	if n != 1 {
+		return 0
+	}
+	return ageField(v)
+}
+
+// ResponseValue is the first value of the canonical field name in resp's
+// header, read from its record when the engine left Header nil.
+func ResponseValue(resp *Response, name string) string {
+	if resp.Header == nil && resp.Record != nil {
+		return resp.Record.Value(name)
+	}
+	if v := resp.Header[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// hitRecord is the answer of rec, fresh at now and stored under key. Its
+// Header is left nil when the caller reads the record (lean).
+func (e *Engine) hitRecord(key string, rec *store.Record, now time.Time, lean bool) *Response {
+	resp := &Response{Status: rec.Status(), Body: rec.Body(), Result: Hit, Age: rec.Age(now),
+		FreshFor: max(0, rec.FreshUntil().Sub(now)), Key: key, StoredAt: rec.StoredAt(), Record: rec}
+	if !lean {
+		resp.Header = rec.Header()
+	}
+	return resp
+}
