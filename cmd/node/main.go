@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/memlimit"
 	"github.com/levee/levee/node"
 )
 
@@ -178,6 +179,11 @@ func loadConfigWith(fs *flag.FlagSet, args []string, getenv func(string) string,
 				return nil, fmt.Errorf("-%s: %w", key, err)
 			}
 		}
+	}
+	// In a container, the memory limit and an unset cache size follow the
+	// container's limit (config.FitMemory); a reload reads the same limit.
+	if limit, ok := memlimit.Cgroup(os.DirFS("/")); ok {
+		cfg.FitMemory(limit)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", *path, err)
