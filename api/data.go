@@ -169,8 +169,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	// clients; the ones Levee means to send are set below. resp.Header may
 	// be a cached entry's: CopyCleanHeader shares its values read-only. A
 	// fresh hit's header is copied straight from its record.
+	var spare []string // room for setLevee's values, after the record's
 	if resp.Header == nil && resp.Record != nil {
-		proxy.CopyCleanRecord(h, resp.Record, true)
+		spare = proxy.CopyCleanRecord(h, resp.Record, true, leveeFields)
 	} else {
 		proxy.CopyCleanHeader(h, resp.Header, true)
 	}
@@ -181,7 +182,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 			delete(h, "Content-Type")
 		}
 	}
-	s.setLevee(h, r, resp, owner, status, len(body))
+	s.setLevee(h, r, resp, owner, status, len(body), spare)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {
 		_, _ = w.Write(body)
@@ -193,8 +194,10 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 // n-byte body: X-Request-Id, X-Cache, Cache-Status, Age, X-Levee-Owner and
 // Content-Length. Every answer, a hit included, pays for them, so they
 // cost two allocations: one string holding every value Levee formats
-// (leveeStrings) and one array holding every value slice (leveeValues).
-func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, owner string, status, n int) {
+// (leveeStrings) and one array holding every value slice (leveeValues),
+// or none when spare has room for leveeFields values (a hit from a
+// record shares the array of the record's own values).
+func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, owner string, status, n int, spare []string) {
 	// The answer names this request's id, not the one the upstream sent
 	// (or sent to whoever fetched a cached answer).
 	if id := r.Header["X-Request-Id"]; len(id) > 0 {
@@ -204,7 +207,10 @@ func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, 
 	}
 	upstreamLen, hasLen := contentLength(h, r.Method, status, n)
 	cs, age, length := leveeStrings(cmp.Or(owner, s.cfg.Node), resp, n, hasLen && upstreamLen == "")
-	v := leveeValues{h: h, vs: make([]string, 0, 5)}
+	if cap(spare)-len(spare) < leveeFields {
+		spare = make([]string, 0, leveeFields)
+	}
+	v := leveeValues{h: h, vs: spare}
 	v.set("X-Cache", string(resp.Result))
 	v.set("Cache-Status", cs)
 	if servedFromCache(resp.Result) {
@@ -244,6 +250,9 @@ func initialAge(resp *proxy.Response) time.Duration {
 	}
 	return proxy.InitialAge(resp.Header)
 }
+
+// leveeFields is how many values setLevee may set through leveeValues.
+const leveeFields = 5
 
 // leveeValues hands out one-value slices of one array, one per header,
 // each capped so that an Add to one header cannot write into the next.

@@ -159,11 +159,16 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh {
 		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil
 	}
+	r := prepared(rt, raw)
+	if ok && rec.Status() == 0 { // a Vary marker: a fresh variant is served from its record too
+		if key, v, fresh := e.freshVariant(pkey, rec, r.Header, now); fresh {
+			return e.hitRecord(key, v, now, raw.ReadsRecord), nil
+		}
+	}
 	var first *store.Entry
 	if ok {
 		first = rec.Entry()
 	}
-	r := prepared(rt, raw)
 	key, ent := e.follow(pkey, first, ok, r.Header)
 	if ent != nil {
 		switch ent.Freshness(now) {

@@ -16,8 +16,10 @@ import (
 
 // CopyCleanRecord is CopyCleanHeader with a record's stored header as the
 // source: it sets in dst every stored field CleanHeader keeps. The values
-// are the record's own read-only strings, in one array allocated here.
-func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool) {
+// are the record's own read-only strings, in one array allocated here
+// with spare more, returned for the caller's own fields (store.Record's
+// CopyHeader).
+func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool, spare int) []string {
 	var named []string
 	if _, n := rec.Field("Connection"); n > 0 {
 		for k, v := range rec.Values() {
@@ -26,7 +28,7 @@ func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool) {
 			}
 		}
 	}
-	rec.CopyHeader(dst, func(k string) bool { return dropped(k, named, internal) })
+	return rec.CopyHeader(dst, func(k string) bool { return dropped(k, named, internal) }, spare)
 }
 
 // RecordInitialAge is InitialAge of a record's stored header.
@@ -59,4 +61,32 @@ func (e *Engine) hitRecord(key string, rec *store.Record, now time.Time, lean bo
 		resp.Header = rec.Header()
 	}
 	return resp
+}
+
+// freshVariant is follow for a fresh hit, on records: the variant key
+// marker (a Vary marker's record) leads to for a request with header h,
+// and the variant's record when it is an answer the marker leads to
+// (markerSince) and fresh at now. Anything else is left to follow.
+func (e *Engine) freshVariant(pkey string, marker *store.Record, h http.Header, now time.Time) (string, *store.Record, bool) {
+	var names []string
+	for k, v := range marker.Values() {
+		if k == "Vary" {
+			names = append(names, v)
+		}
+	}
+	key := VaryKey(pkey, names, h)
+	v, ok := e.cfg.Cache.Record(key)
+	if !ok || v.Status() == 0 || v.Freshness(now) != store.Fresh || v.StoredAt().Before(recordSince(marker)) {
+		return key, nil, false
+	}
+	return key, v, true
+}
+
+// recordSince is markerSince of a marker's record.
+func recordSince(m *store.Record) time.Time {
+	v, n := m.Field(sinceField)
+	if n != 1 {
+		return time.Time{}
+	}
+	return parseSince(v)
 }

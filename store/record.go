@@ -142,15 +142,14 @@ func (r *Record) Header() http.Header {
 
 // CopyHeader sets in dst every stored field that skip (when non-nil)
 // does not name, replacing dst's values for those names: what a fresh
-// hit hands its client. It allocates one array for all the values. A
-// plain loop with the one-byte lengths read in place, not fields: every
-// hit runs it.
-func (r *Record) CopyHeader(dst http.Header, skip func(name string) bool) {
+// hit hands its client. It allocates one array for all the values and
+// spare more, and returns the spare ones (length 0, capacity spare) for
+// the caller's own fields: a hit adds a few, and one array serves both.
+// A plain loop with the one-byte lengths read in place, not fields:
+// every hit runs it.
+func (r *Record) CopyHeader(dst http.Header, skip func(name string) bool, spare int) []string {
 	_, values, off := r.counts()
-	if values == 0 {
-		return
-	}
-	vs := make([]string, values)
+	vs := make([]string, values, values+max(spare, 0))
 	b := r.buf[:r.hdrEnd]
 	i := 0
 	for off < len(b) {
@@ -173,6 +172,7 @@ func (r *Record) CopyHeader(dst http.Header, skip func(name string) bool) {
 		}
 		dst[name] = vs[start:i:i]
 	}
+	return vs[i:i]
 }
 
 // view is str on b, small enough to inline: the length-prefixed string

@@ -44,7 +44,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 			t.Fatalf("Header() = %q, want %q", got, want)
 		}
 		copied := http.Header{}
-		r.CopyHeader(copied, nil)
+		r.CopyHeader(copied, nil, 1)
 		for k, vs := range h {
 			if len(vs) > 0 && !reflect.DeepEqual(copied[k], vs) {
 				t.Fatalf("CopyHeader[%q] = %q, want %q", k, copied[k], vs)

@@ -73,7 +73,11 @@ func TestRecordReadsItsHeaderWithoutDecoding(t *testing.T) {
 	})
 	t.Run("CopyHeader skips and replaces", func(t *testing.T) {
 		dst := http.Header{"Vary": {"old"}, "Kept": {"k"}}
-		r.CopyHeader(dst, func(name string) bool { return name == "Connection" })
+		spare := r.CopyHeader(dst, func(name string) bool { return name == "Connection" }, 2)
+		if len(spare) != 0 || cap(spare) < 2 {
+			t.Errorf("spare len %d cap %d, want 0 and at least 2", len(spare), cap(spare))
+		}
+		spare = append(spare, "x", "y") // the caller's own values: must not reach the copied ones
 		want := http.Header{"Vary": {"Accept", "X-Tenant"}, "Etag": {`"v1"`}, "Kept": {"k"}}
 		if !reflect.DeepEqual(dst, want) {
 			t.Errorf("CopyHeader = %v, want %v", dst, want)
@@ -121,6 +125,6 @@ func BenchmarkRecordCopyHeader(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(dst)
-		r.CopyHeader(dst, nil)
+		r.CopyHeader(dst, nil, 0)
 	}
 }
