@@ -1,7 +1,8 @@
 package config
 
 // A node in a container sizes itself from the container's memory limit
-// (cgroup v2 memory.max, read by package memlimit), as Go's GC guide
+// (cgroup v2 memory.max, or v1's memory.limit_in_bytes, read by package
+// memlimit), as Go's GC guide
 // advises for GOMEMLIMIT (go.dev/doc/gc-guide, "Memory limit"): leave the
 // runtime a margin under the hard limit for what it does not count.
 

@@ -11,6 +11,8 @@
 // /sys/fs/cgroup: the lowest is the limit (a parent's limit binds its
 // children). The file system is an fs.FS, so tests hand it fake files.
 //
-// Only cgroup v2 (the unified hierarchy) is read; on cgroup v1, or
-// outside any limit ("max"), there is no limit.
+// Without a cgroup v2 limit, cgroup v1's memory controller is read the
+// same way (memory.limit_in_bytes under /sys/fs/cgroup/memory): Docker
+// on a v1 host. Outside any limit ("max", or v1's largest value) there is
+// none.
 package memlimit

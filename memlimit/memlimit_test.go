@@ -73,7 +73,13 @@ func TestCgroupTakesTheLowestLimitOnThePath(t *testing.T) {
 			"sys/fs/cgroup/a/b/memory.max": max("536870912"), "sys/fs/cgroup/a/memory.max": max("max")}, 512 << 20, true},
 		{"root cgroup has no memory.max", fstest.MapFS{"proc/self/cgroup": self("/")}, 0, false},
 		{"no /proc/self/cgroup", fstest.MapFS{"sys/fs/cgroup/memory.max": max("1073741824")}, 0, false},
-		{"cgroup v1", fstest.MapFS{"proc/self/cgroup": max("4:memory:/docker/x")}, 0, false},
+		{"cgroup v1 without a limit file", fstest.MapFS{"proc/self/cgroup": max("4:memory:/docker/x")}, 0, false},
+		{"cgroup v1 container: its own cgroup at the mount's root", fstest.MapFS{"proc/self/cgroup": max("4:memory:/docker/x\n0::/"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": max("1073741824")}, 1 << 30, true},
+		{"cgroup v1 unlimited", fstest.MapFS{"proc/self/cgroup": max("4:cpu,memory:/a"),
+			"sys/fs/cgroup/memory/a/memory.limit_in_bytes": max("9223372036854771712")}, 0, false},
+		{"cgroup v2 wins over v1", fstest.MapFS{"proc/self/cgroup": max("4:memory:/a\n0::/"),
+			"sys/fs/cgroup/memory.max": max("536870912"), "sys/fs/cgroup/memory/memory.limit_in_bytes": max("1073741824")}, 512 << 20, true},
 		{"unreadable limit is skipped", fstest.MapFS{"proc/self/cgroup": self("/a"),
 			"sys/fs/cgroup/a/memory.max": max("lots"), "sys/fs/cgroup/memory.max": max("1073741824")}, 1 << 30, true},
 	}
@@ -82,6 +88,28 @@ func TestCgroupTakesTheLowestLimitOnThePath(t *testing.T) {
 			got, ok := Cgroup(tt.fs)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("Cgroup = %d, %v; want %d, %v", got, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestMemoryV1Path(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		want   string
+		wantOK bool
+	}{
+		{"alone", "4:memory:/docker/abc\n", "/docker/abc", true},
+		{"with others", "3:cpuacct,memory:/x/\n", "/x", true},
+		{"named hierarchy is not it", "1:name=memory:/y\n", "", false},
+		{"v2 only", "0::/\n", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := MemoryV1Path([]byte(tt.in))
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("MemoryV1Path(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}
