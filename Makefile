@@ -29,7 +29,16 @@ vet:
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test: vet rules unit
+test: vet rules unit helm
+
+# The Helm chart (deploy/helm/levee) rendered and checked offline with
+# Helm's Go library. deploy/helm is a module of its own, so Helm and
+# client-go stay out of Levee's build list (and out of ./... above). No
+# -race: the test starts no goroutine of Levee's, and building Helm and
+# client-go for the race detector costs minutes of CPU for nothing.
+.PHONY: helm
+helm:
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
 
 # The shipped alerts (deploy/prometheus) are checked and unit-tested with
 # promtool (Debian's prometheus package) when it is installed; with

@@ -27,7 +27,9 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 		s.enqueue(w, r, req, async, start)
 		return
 	}
+	req.InterimTo = w // the upstream's 1xx answers reach the client until EndInterim
 	resp, owner, err := s.dispatch(r.Context(), req)
+	req.EndInterim()
 	if err != nil {
 		s.fail(w, r, req.Route, err, start)
 		return
@@ -160,8 +162,8 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 }
 
 // write sends resp with Levee's cache headers, answering the client's own
-// If-None-Match with a 304 when it matches. It returns the status written.
-// The body is the answer's own bytes, written as they are.
+// conditionals and Range (proxy.Answer: a 304, a 206). It returns the
+// status written. The body is the answer's own bytes, or a slice of them.
 func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Response, owner string) int {
 	h := w.Header()
 	// Internal headers are stripped from answers too: an upstream (or a
@@ -175,13 +177,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	} else {
 		proxy.CopyCleanHeader(h, resp.Header, true)
 	}
-	status, body := resp.Status, resp.Body
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && status == http.StatusOK {
-		if inm := first(r.Header, "If-None-Match"); inm != "" && etagMatch(inm, proxy.ResponseValue(resp, "Etag")) {
-			status, body = http.StatusNotModified, nil
-			delete(h, "Content-Type")
-		}
-	}
+	status, body := proxy.Answer(h, r.Method, r.Header, resp.Status, resp.Body, s.cfg.Now())
 	s.setLevee(h, r, resp, owner, status, len(body), spare)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {

@@ -155,7 +155,7 @@ func TestParseInvalid(t *testing.T) {
 		{name: "bad tenant header", src: oneRoute("tenant_header: 'X Tenant'"), want: []string{`routes[0].tenant_header: "X Tenant" is not a valid header name`}},
 
 		// route blocks
-		{name: "zero fresh", src: oneRoute("cache: {fresh: 0s}"), want: []string{"routes[0].cache.fresh: must be > 0"}},
+		{name: "negative fresh", src: oneRoute("cache: {fresh: -1s}"), want: []string{"routes[0].cache.fresh: must be >= 0"}},
 		{name: "negative stale", src: oneRoute("cache: {stale: -1s}"), want: []string{"routes[0].cache.stale: must be >= 0"}},
 		{name: "negative stale_if_error", src: oneRoute("cache: {stale_if_error: -1m}"), want: []string{"routes[0].cache.stale_if_error: must be >= 0"}},
 		{name: "zero max_body", src: oneRoute("cache: {max_body: 0}"), want: []string{"routes[0].cache.max_body: must be > 0"}},
@@ -189,8 +189,8 @@ func TestParseInvalid(t *testing.T) {
 		{name: "zero inflight", src: oneRoute("limits: {inflight: 0}"), want: []string{"routes[0].limits.inflight: must be >= 1"}},
 		{name: "zero rate", src: oneRoute("limits: {rate: 0}"), want: []string{"routes[0].limits.rate: must be > 0"}},
 		{name: "zero burst", src: oneRoute("limits: {burst: 0}"), want: []string{"routes[0].limits.burst: must be >= 1"}},
-		{name: "all validation errors reported", src: "cluster: {partitions: 0}\n" + oneRoute("cache: {fresh: 0s, stale: -1s}"),
-			want: []string{"cluster.partitions: must be in [1, 65536]", "routes[0].cache.fresh: must be > 0", "routes[0].cache.stale: must be >= 0"}},
+		{name: "all validation errors reported", src: "cluster: {partitions: 0}\n" + oneRoute("cache: {fresh: -1s, stale: -1s}"),
+			want: []string{"cluster.partitions: must be in [1, 65536]", "routes[0].cache.fresh: must be >= 0", "routes[0].cache.stale: must be >= 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

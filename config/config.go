@@ -221,8 +221,11 @@ type Route struct {
 type RouteCache struct {
 	// Fresh is how long an entry is served without an upstream call when
 	// the upstream's answer gives no freshness of its own (Cache-Control
-	// s-maxage or max-age, Expires): those replace it. Default 15s; in
-	// (0, proxy.MaxLifetime], 2^31 s, as the upstream's own lifetimes.
+	// s-maxage or max-age, Expires): those replace it. 0 leaves freshness
+	// to the upstream alone, as RFC 9111 has it: explicit freshness, else
+	// a tenth of the time since Last-Modified, at most proxy.HeuristicCap
+	// (24h), else none. Default 15s; in [0, proxy.MaxLifetime], 2^31 s,
+	// as the upstream's own lifetimes.
 	Fresh Duration `yaml:"fresh"`
 	// Stale follows Fresh: the entry is served while one background
 	// refresh runs. Default 15s; in [0, proxy.MaxLifetime].

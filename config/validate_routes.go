@@ -132,7 +132,7 @@ func validHeaderName(s string) bool {
 }
 
 func (v *validator) routeCache(p string, c *RouteCache) {
-	v.positive(p+".fresh", c.Fresh)
+	v.nonNegative(p+".fresh", c.Fresh) // 0: the answer's own or heuristic freshness only (proxy.HeuristicCap)
 	v.nonNegative(p+".stale", c.Stale)
 	v.nonNegative(p+".stale_if_error", c.StaleIfError)
 	// The upstream's own lifetimes are capped at proxy.MaxLifetime (RFC

@@ -144,7 +144,7 @@ var boundRows = []boundRow{
 
 	// routes[].cache
 	// At most 2^31 s each (proxy.MaxLifetime), as the upstream's own.
-	{key: "routes[*].cache.fresh", serve: []string{"1ns", maxLifetime}, refuse: []string{"0", pastLifetime}},
+	{key: "routes[*].cache.fresh", serve: []string{"0", "1ns", maxLifetime}, refuse: []string{"-1ns", pastLifetime}},
 	{key: "routes[*].cache.stale", serve: []string{"0", maxLifetime}, refuse: []string{"-1ns", pastLifetime}},
 	{key: "routes[*].cache.stale_if_error", serve: []string{"0", maxLifetime}, refuse: []string{"-1ns", pastLifetime}},
 	{key: "routes[*].cache.max_body", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},

@@ -27,6 +27,15 @@
 // stored only when the upstream says public or s-maxage (credentials.go,
 // policy.go), and a refresh of a shared entry never carries them.
 //
+// What may be stored and for how long is RFC 9111's (policy.go), with a
+// targeted Levee-Cache-Control or CDN-Cache-Control field outranking
+// Cache-Control (targeted.go, RFC 9213); encoded answers are served only
+// to clients that accept their coding (encoding.go); selecting fields are
+// normalised before they key a variant (varynorm.go). A client's own
+// conditionals and range are answered from the full answer Levee serves
+// (conditional.go, ranges.go: Answer, which api calls), and 1xx answers
+// pass to the client whose request made the call (interim.go).
+//
 // The engine knows nothing about HTTP servers, and about the cluster only
 // through five optional hooks the node wires in: Config.OnStore (hand a
 // stored entry to replication), Config.Owns (does this node own a routing

@@ -137,6 +137,7 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	if cacheable(r.Method) {
 		resp, err = e.serveCached(ctx, rt, r)
 	} else {
+		sinkInterim(r)
 		resp, err = e.pass(ctx, rt, prepared(rt, r))
 	}
 	if err == nil && e.cfg.Observer != nil {
@@ -156,12 +157,12 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 	now := e.cfg.Now()
 	pkey := primaryKey(rt, raw)
 	rec, ok := e.cfg.Cache.Record(pkey)
-	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh {
+	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh && RecordDecodable(rec, raw.Header["Accept-Encoding"]) {
 		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil
 	}
 	r := prepared(rt, raw)
 	if ok && rec.Status() == 0 { // a Vary marker: a fresh variant is served from its record too
-		if key, v, fresh := e.freshVariant(pkey, rec, r.Header, now); fresh {
+		if key, v, fresh := e.freshVariant(pkey, rec, r, now); fresh {
 			return e.hitRecord(key, v, now, raw.ReadsRecord), nil
 		}
 	}
@@ -170,6 +171,11 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 		first = rec.Entry()
 	}
 	key, ent := e.follow(pkey, first, ok, r.Header)
+	if ent != nil && !Decodable(ent.Header, r.acceptEncoding) {
+		// An answer in a coding this client cannot read is no answer for
+		// it, not even a validator: a 304 would renew it for this client.
+		ent = nil
+	}
 	if ent != nil {
 		switch ent.Freshness(now) {
 		case store.Fresh:
@@ -184,6 +190,7 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 			return e.fromEntry(ent, Stale, "", now), nil
 		}
 	}
+	r.interim = sinkInterim(raw) // on the way to a fetch: hits allocate none
 	asked := e.replicaFirst(ctx, rt, r, pkey, ent, now)
 	if asked.resp != nil {
 		return asked.resp, nil
@@ -266,7 +273,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 	if !shared {
 		e.remember(rt, fkey, f)
 	}
-	if !shared || f.reusableFor(r.Header) {
+	if !shared || f.reusableFor(r) {
 		return f, shared, nil
 	}
 	f, err = e.fetchUnshared(ctx, rt, r, pkey, old, f)
@@ -278,6 +285,7 @@ func (e *Engine) fetchCoalesced(ctx context.Context, rt *Route, r *Request, pkey
 // caller's is answered and gone long before the refresh ends.
 func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 	rc := *r
+	rc.InterimTo, rc.interim = nil, nil // its client is answered already
 	// The entry is shared by every caller of the key: refresh it with no
 	// credential the key does not hold, never this caller's.
 	rc.Header = withoutUnkeyedCredentials(rt, r.Header)
@@ -295,7 +303,7 @@ func (e *Engine) refresh(rt *Route, r *Request, pkey string, old *store.Entry) {
 		// old may have been renewed since this request read it, by a
 		// flight that has already left the map: then there is nothing to
 		// refresh (see storedMeanwhile).
-		if f, ok := e.storedMeanwhile(pkey, rc.Header, old); ok {
+		if f, ok := e.storedMeanwhile(pkey, &rc, old); ok {
 			return f, nil
 		}
 		f, err := e.fetch(ctx, rt, &rc, pkey, old)
@@ -334,6 +342,7 @@ func (e *Engine) fetch(ctx context.Context, rt *Route, r *Request, pkey string, 
 	f := &flight{entry: ent, result: Bypass, attempts: resp.Attempts, reqHdr: r.Header}
 	if failureStatus(resp.Status) {
 		f.failed = true
+		e.storeFailure(rt, r, pkey, old, f, now)
 		return f, nil
 	}
 	p := responsePolicy(rt, r.Method, r.Header, resp.Status, resp.Header, now)
@@ -398,8 +407,14 @@ func (e *Engine) pass(ctx context.Context, rt *Route, r *Request) (*Response, er
 	return &Response{Status: resp.Status, Header: resp.Header, Body: resp.Body, Result: Bypass, Attempts: resp.Attempts}, nil
 }
 
+// staleIfError is ent's answer when the upstream fails: ent within its
+// windows, except an entry that must be validated once stale
+// (mustValidate) past its stale window, which is kept only to be
+// validated (see applyDirectives) and is never served without it, not
+// even when the upstream is down (RFC 9111 §5.2.2.2: a cache that cannot
+// reach the origin answers an error instead).
 func (e *Engine) staleIfError(ent *store.Entry, now time.Time) *Response {
-	if ent == nil || ent.Status == 0 || ent.Freshness(now) == store.Dead {
+	if ent == nil || ent.Status == 0 || !servableStale(ent, now) {
 		return nil
 	}
 	return e.fromEntry(ent, Stale, "stale-if-error", now)

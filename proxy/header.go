@@ -82,26 +82,36 @@ func appendConnectionNamed(named []string, v string) []string {
 }
 
 // InitialAge is the age an answer already had when the upstream sent it:
-// its Age field (RFC 9111 §5.1), or 0 when there is none or it is not one
-// non-negative integer of seconds. An answer served from cache is that
-// old plus the time it has spent in Levee (Response.Age), which §4.2.3
-// asks a cache to send on: a cache after Levee then counts the same
-// freshness left. Like Varnish, Levee takes the Age field alone and not
-// the Date field's difference from its own clock (§4.2.3's apparent_age),
-// which an origin's clock skew would make up.
+// its Age field (RFC 9111 §5.1), or 0 when there is none. An answer served
+// from cache is that old plus the time it has spent in Levee
+// (Response.Age), which §4.2.3 asks a cache to send on: a cache after
+// Levee then counts the same freshness left. Like Varnish, Levee takes the
+// Age field alone and not the Date field's difference from its own clock
+// (§4.2.3's apparent_age), which an origin's clock skew would make up.
+//
+// The first value counts, of the first line or of a list ("Age: 7200, 0"
+// is 7200 s old). A first value that is not delta-seconds (a word, a
+// sign, a fraction) is ignored: the field is invalid (§5.1). A number of
+// 2^31 or more is 2^31 seconds, the largest delta-seconds (§1.2.2), so the
+// answer is stale, never wrapped round to fresh.
 func InitialAge(h http.Header) time.Duration {
 	v := h["Age"]
-	if len(v) != 1 {
+	if len(v) == 0 {
 		return 0
 	}
-	return ageField(v[0])
+	first, _, _ := strings.Cut(v[0], ",")
+	return DeltaSeconds(strings.TrimSpace(first))
 }
 
-// ageField is InitialAge of the one Age value v.
-func ageField(v string) time.Duration {
-	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31)
-	if err != nil {
+// DeltaSeconds parses delta-seconds (RFC 9111 §1.2.2): 1*DIGIT, capped at
+// 2^31 seconds (MaxLifetime); 0 for anything else.
+func DeltaSeconds(s string) time.Duration {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
 		return 0
+	}
+	n, err := strconv.ParseUint(s, 10, 31)
+	if err != nil { // only a range error is left: more than 2^31-1
+		return MaxLifetime
 	}
 	return time.Duration(n) * time.Second
 }

@@ -41,6 +41,7 @@ func prepare(rt *Route, r *Request) (*Request, error) {
 func prepared(rt *Route, r *Request) *Request {
 	c := *r
 	c.Header = inboundHeader(rt, r.Header)
+	c.acceptEncoding = r.Header["Accept-Encoding"]
 	return &c
 }
 

@@ -72,12 +72,27 @@ func TestAcceptEncodingNeitherSplitsNorPicksTheEntry(t *testing.T) {
 	})
 }
 
-func TestEncodedAnswerIsNeverStored(t *testing.T) {
+// An answer the upstream encoded unasked is stored with its coding and
+// served from the cache only to clients whose Accept-Encoding allows it
+// (RFC 9111 §3.1, RFC 9110 §12.5.3); any other client misses.
+func TestEncodedAnswerIsServedToTheClientsThatAcceptIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rg := newRig(t, testRoute())
 		rg.up.set(reply(200, "\x1b\x00br", "Content-Encoding", "br"))
-		wantResult(t, rg.serve(t, get("s/1")), Bypass, "\x1b\x00br")
-		wantResult(t, rg.serve(t, get("s/1")), Bypass, "\x1b\x00br")
+		for _, step := range []struct {
+			ae   []string
+			want Result
+		}{
+			{[]string{"Accept-Encoding", "gzip, br"}, Miss},
+			{[]string{"Accept-Encoding", "br"}, Hit},
+			{[]string{"Accept-Encoding", "*"}, Hit},
+			{nil, Hit}, // no Accept-Encoding: any coding is acceptable
+			{[]string{"Accept-Encoding", "gzip"}, Miss},
+			{[]string{"Accept-Encoding", "br;q=0, gzip"}, Miss},
+			{[]string{"Accept-Encoding", "BR;q=0.5"}, Hit},
+		} {
+			wantResult(t, rg.serve(t, get("s/1", step.ae...)), step.want, "\x1b\x00br")
+		}
 	})
 }
 

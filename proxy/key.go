@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -49,7 +48,7 @@ func primaryKey(rt *Route, r *Request) string {
 }
 
 // VaryKey extends a primary key with the request's values of the headers
-// the answer varies on. Each header's values enter as a digest: a key never
+// the answer varies on, in their normal form (varynorm.go). Each header's values enter as a digest: a key never
 // holds a caller's Authorization or API key in clear (keys are replicated
 // and persisted), and no value can forge the separators. Every hit on an
 // answer that varies builds one, so it is one allocation: the key.
@@ -69,7 +68,7 @@ func VaryKey(primary string, names []string, h http.Header) string {
 		b.WriteString(name)
 		b.WriteByte('=')
 		var hexed [2 * digestLen]byte
-		sum := valuesSum(h.Values(name))
+		sum := varySum(name, h.Values(name)) // normalised, varynorm.go
 		hex.Encode(hexed[:], sum[:digestLen])
 		b.Write(hexed[:])
 	}
@@ -137,15 +136,4 @@ func VaryNames(h http.Header) (names []string, star bool) {
 	}
 	sort.Strings(names)
 	return names, false
-}
-
-// sameVary reports whether two requests agree on every varied header, in
-// the sense VaryKey uses: the same values in the same order.
-func sameVary(names []string, a, b http.Header) bool {
-	for _, n := range names {
-		if !slices.Equal(a.Values(n), b.Values(n)) {
-			return false
-		}
-	}
-	return true
 }

@@ -11,8 +11,9 @@ import (
 
 // clientConditionals are stripped from cacheable requests: Levee fetches a
 // full answer for the shared cache and evaluates the client's own
-// conditionals against it (api does), instead of caching a 304.
-var clientConditionals = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range"}
+// conditionals and range against it (Answer, which api calls), instead of
+// caching a 304 or a 206.
+var clientConditionals = []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"}
 
 // upstreamRequest builds the outbound request: the route's upstream URL with
 // the path below the prefix appended, the client's end-to-end headers, and
@@ -42,7 +43,8 @@ func (e *Engine) upstreamRequest(rt *Route, r *Request, old *store.Entry) *upstr
 		MaxBody: max(rt.MaxBody*8, 10<<20),
 		// A copy within stale-if-error is served at once if the host is
 		// paused (a Retry-After), instead of holding the client for it.
-		Fallback: old != nil && old.Status != 0 && old.Freshness(e.cfg.Now()) != store.Dead,
+		Fallback: old != nil && old.Status != 0 && servableStale(old, e.cfg.Now()),
+		Interim:  r.interimFunc(),
 	}
 }
 

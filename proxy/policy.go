@@ -2,9 +2,11 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/levee/levee/httpfield"
 	"github.com/pquerna/cachecontrol/cacheobject"
 )
 
@@ -19,23 +21,39 @@ type policy struct {
 
 // storableStatus lists the statuses a shared cache may store without
 // explicit freshness (RFC 9110 §15.1 "heuristically cacheable"), minus 206
-// (Levee does not assemble ranges) and 501.
+// (Levee does not store ranges, see ranges.go) and 501 (a failure status
+// to Levee's breaker and stale-if-error).
 var storableStatus = map[int]bool{
 	200: true, 203: true, 204: true, 300: true, 301: true, 308: true,
 	404: true, 405: true, 410: true, 414: true,
 }
 
-// responsePolicy decides, per RFC 9111 and RFC 5861, whether a response to
-// req, received at now, may be stored by a shared cache and for how long.
-// Directives the upstream sends override the route's windows; a
+// understoodStatus lists the statuses whose RFC 9110 §15 requirements
+// Levee's rules conform to, for must-understand (RFC 9111 §5.2.2.3): an
+// answer with must-understand is stored only with one of them, and then
+// no-store beside it is ignored. 206 is not one (no ranges are stored).
+var understoodStatus = map[int]bool{
+	200: true, 203: true, 204: true, 300: true, 301: true, 302: true, 303: true, 307: true, 308: true,
+	400: true, 403: true, 404: true, 405: true, 410: true, 414: true,
+}
+
+// responsePolicy decides, per RFC 9111, RFC 9213 and RFC 5861, whether a
+// response to req, received at now, may be stored by a shared cache and
+// for how long. Directives the upstream sends (see directives: a targeted
+// field, else Cache-Control) override the route's windows; a
 // Cache-Control header that does not parse makes the response unstorable
 // rather than guessed at.
+//
+// Which statuses (RFC 9111 §3): any final one with explicit freshness
+// (s-maxage, max-age, Expires) or public, else the heuristically cacheable
+// ones; never 206 nor 304, which are no complete answer. A failure status
+// (5xx, 429) is decided before this, in fetch (storeFailure).
 func responsePolicy(rt *Route, method string, reqHeader http.Header, status int, h http.Header, now time.Time) policy {
 	p := policy{Fresh: rt.Fresh, Stale: rt.Stale, StaleIfError: rt.StaleIfError}
 	switch {
 	case !cacheable(method):
 		return p.deny("method")
-	case !storableStatus[status]:
+	case status < 200 || status == http.StatusPartialContent || status == http.StatusNotModified:
 		return p.deny("status")
 	case len(h.Values("Set-Cookie")) > 0:
 		return p.deny("set-cookie")
@@ -45,12 +63,17 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 	if _, star := VaryNames(h); star {
 		return p.deny("vary-star")
 	}
-	cc, err := cacheobject.ParseResponseCacheControl(strings.Join(h.Values("Cache-Control"), ", "))
+	cc, targeted, err := directives(h)
 	if err != nil {
 		return p.deny("bad-cache-control")
 	}
+	mustUnderstand := slices.Contains(cc.Extensions, "must-understand")
 	switch {
-	case cc.NoStore:
+	case mustUnderstand && !understoodStatus[status]:
+		return p.deny("status")
+	case cc.NoStore && !mustUnderstand:
+		// With must-understand and a status Levee understands, no-store
+		// is the fallback for caches that do not (§5.2.2.3).
 		return p.deny("no-store")
 	case cc.PrivatePresent:
 		return p.deny("private")
@@ -61,15 +84,19 @@ func responsePolicy(rt *Route, method string, reqHeader http.Header, status int,
 		// take must-revalidate as leave: frameworks send "max-age=0,
 		// must-revalidate" on per-user pages.
 		return p.deny("credentials")
-	case encoded(h):
-		// Levee asks for gzip itself and stores the decoded body; an
-		// encoding the upstream chose anyway is one some client may not
-		// read, so it is passed through but never stored or shared.
-		return p.deny("content-encoding")
+	case !storableStatus[status] && !cc.Public && !explicit(cc, h, targeted):
+		return p.deny("status")
 	}
 	p.Store = true
-	p.applyDirectives(cc, h, now)
+	p.applyDirectives(cc, targeted, status, h, now)
 	return p
+}
+
+// explicit reports an answer with explicit freshness (RFC 9111 §4.2.1).
+// A targeted field's directives are the only ones: Expires beside it
+// does not count (RFC 9213 §2.2).
+func explicit(cc *cacheobject.ResponseCacheDirectives, h http.Header, targeted bool) bool {
+	return cc.SMaxAge >= 0 || cc.MaxAge >= 0 || !targeted && len(h.Values("Expires")) > 0
 }
 
 // requestNoStore reports a request whose Cache-Control says no-store: no
@@ -84,18 +111,6 @@ func requestNoStore(h http.Header) bool {
 	}
 	cc, err := cacheobject.ParseRequestCacheControl(strings.Join(v, ", "))
 	return err != nil || cc.NoStore
-}
-
-// encoded reports a body still in a content coding.
-func encoded(h http.Header) bool {
-	for _, v := range h.Values("Content-Encoding") {
-		for c := range strings.SplitSeq(v, ",") {
-			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // forbidsStoring reports whether p refuses to store for what the answer
@@ -136,8 +151,16 @@ func (p policy) deny(reason string) policy {
 // Cache-Control). must-revalidate, proxy-revalidate and no-cache mean
 // nothing but "validate first", and win over both (§5.2.2.2: a cache must
 // not ignore must-revalidate "in all circumstances").
-func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http.Header, now time.Time) {
-	p.Fresh = lifetime(p.Fresh, cc, h, now)
+//
+// An answer that must be validated once stale (validateFirst) and has a
+// validator is kept past its windows, for as long as the route would have
+// served it stale (stale + stale_if_error), in its stale-if-error window:
+// never served from there (Engine.staleIfError refuses it), only sent as
+// the validators of the next fetch, whose 304 renews it (§4.3). Without
+// that, a no-cache answer would die at once and be fetched whole each time.
+func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, targeted bool, status int, h http.Header, now time.Time) {
+	keep := p.Stale + p.StaleIfError
+	p.Fresh = lifetime(p.Fresh, cc, targeted, status, h, now)
 	if cc.SMaxAge >= 0 {
 		p.Stale, p.StaleIfError = 0, 0
 	}
@@ -154,22 +177,78 @@ func (p *policy) applyDirectives(cc *cacheobject.ResponseCacheDirectives, h http
 	if cc.MustRevalidate || cc.ProxyRevalidate || cc.NoCachePresent {
 		p.Stale, p.StaleIfError = 0, 0
 	}
+	if validateFirst(cc) && hasValidator(h) {
+		p.StaleIfError = max(p.StaleIfError, keep)
+	}
 }
 
+// validateFirst reports an answer that may not be served stale without a
+// successful validation, whatever the route's windows say: must-revalidate
+// (RFC 9111 §5.2.2.2), proxy-revalidate and s-maxage (§5.2.2.8, §5.2.2.10;
+// unless stale-if-error explicitly allows it, see applyDirectives),
+// no-cache (§5.2.2.4).
+func validateFirst(cc *cacheobject.ResponseCacheDirectives) bool {
+	return cc.MustRevalidate || cc.ProxyRevalidate || cc.NoCachePresent || cc.SMaxAge >= 0 && cc.StaleIfError < 0
+}
+
+// mustValidate reports a stored answer (its header h) that validateFirst
+// holds: past its fresh and stale windows it is only a validator.
+func mustValidate(h http.Header) bool {
+	cc, _, err := directives(h)
+	return err != nil || validateFirst(cc)
+}
+
+func hasValidator(h http.Header) bool {
+	return len(h["Etag"]) > 0 || len(h["Last-Modified"]) > 0
+}
+
+// HeuristicFraction and HeuristicCap are RFC 9111 §4.2.2's heuristic
+// freshness on a route whose cache.fresh is 0: an answer without explicit
+// freshness but with Last-Modified, and a heuristically cacheable status
+// (or public), is fresh for a tenth of the time since it was last modified
+// (the fraction §4.2.2 suggests, as Squid's and Traffic Server's default
+// lm-factor), at most a day (RFC 7234 §5.5.4 had a cache warn, 113, past
+// 24 hours).
+const (
+	HeuristicFraction = 10
+	HeuristicCap      = 24 * time.Hour
+)
+
 // lifetime is the answer's freshness lifetime (RFC 9111 §4.2.1): s-maxage
-// (we are a shared cache), else max-age, else Expires. Only an answer with
-// none of them gets route, the route's own window: that is the heuristic
-// freshness §4.2.2 allows when the origin gave no explicit expiration.
-func lifetime(route time.Duration, cc *cacheobject.ResponseCacheDirectives, h http.Header, now time.Time) time.Duration {
+// (we are a shared cache), else max-age, else Expires (not beside a
+// targeted field, RFC 9213 §2.2). An answer with none of them gets
+// route, the route's own window: the heuristic freshness §4.2.2 allows
+// when the origin gave no explicit expiration. A route whose window is 0
+// leaves it to the answer: heuristic (see HeuristicCap) or nothing.
+func lifetime(route time.Duration, cc *cacheobject.ResponseCacheDirectives, targeted bool, status int, h http.Header, now time.Time) time.Duration {
 	switch {
 	case cc.SMaxAge >= 0:
 		return seconds(cc.SMaxAge)
 	case cc.MaxAge >= 0:
 		return seconds(cc.MaxAge)
-	case len(h.Values("Expires")) > 0:
+	case !targeted && len(h.Values("Expires")) > 0:
 		return untilExpires(h, now)
+	case route > 0:
+		return route
+	case storableStatus[status] || cc.Public:
+		return heuristic(h, now)
 	}
-	return route
+	return 0
+}
+
+// heuristic is HeuristicFraction of the time from Last-Modified to Date
+// (or now, the time the answer arrived), capped; 0 without a valid
+// Last-Modified or with one in the future.
+func heuristic(h http.Header, now time.Time) time.Duration {
+	lm, err := httpfield.ParseDate(h.Get("Last-Modified"), now)
+	if err != nil {
+		return 0
+	}
+	date, err := httpfield.ParseDate(h.Get("Date"), now)
+	if err != nil {
+		date = now
+	}
+	return min(max(0, date.Sub(lm))/HeuristicFraction, HeuristicCap)
 }
 
 // MaxLifetime caps a lifetime taken from Expires where RFC 9111 §1.2.2
@@ -183,18 +262,20 @@ const MaxLifetime = 1 << 31 * time.Second
 // untilExpires is Expires minus Date (RFC 9111 §4.2.1), or minus now, the
 // time the answer arrived, when Date is missing or invalid (RFC 9110
 // §6.6.1); never below 0. An Expires that is not an HTTP-date ("0", "-1",
-// "never") means already expired (RFC 9111 §5.3), and so do two Expires
-// lines (§4.2.1 lets a cache take such an answer as stale).
+// "never", and, read as strictly as RFC 9110 §5.6.7 writes it, one with
+// extra spaces, a one-digit hour or a zone other than GMT: see
+// httpfield.ParseDate) means already expired (RFC 9111 §5.3), and so do
+// two Expires lines (§4.2.1 lets a cache take such an answer as stale).
 func untilExpires(h http.Header, now time.Time) time.Duration {
 	v := h.Values("Expires")
 	if len(v) != 1 {
 		return 0
 	}
-	exp, err := http.ParseTime(strings.TrimSpace(v[0]))
+	exp, err := httpfield.ParseDate(v[0], now)
 	if err != nil {
 		return 0
 	}
-	date, err := http.ParseTime(strings.TrimSpace(h.Get("Date")))
+	date, err := httpfield.ParseDate(h.Get("Date"), now)
 	if err != nil {
 		date = now
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/levee/levee/store"
@@ -34,10 +35,26 @@ func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool, spare in
 // RecordInitialAge is InitialAge of a record's stored header.
 func RecordInitialAge(rec *store.Record) time.Duration {
 	v, n := rec.Field("Age")
-	if n != 1 {
+	if n == 0 {
 		return 0
 	}
-	return ageField(v)
+	first, _, _ := strings.Cut(v, ",")
+	return DeltaSeconds(strings.TrimSpace(first))
+}
+
+// RecordDecodable is Decodable for a record's stored header: true at
+// once when it has no Content-Encoding (the usual case).
+func RecordDecodable(rec *store.Record, ae []string) bool {
+	if _, n := rec.Field("Content-Encoding"); n == 0 {
+		return true
+	}
+	var codings []string
+	for k, v := range rec.Values() {
+		if k == "Content-Encoding" {
+			codings = append(codings, v)
+		}
+	}
+	return Decodable(http.Header{"Content-Encoding": codings}, ae)
 }
 
 // ResponseValue is the first value of the canonical field name in resp's
@@ -64,19 +81,21 @@ func (e *Engine) hitRecord(key string, rec *store.Record, now time.Time, lean bo
 }
 
 // freshVariant is follow for a fresh hit, on records: the variant key
-// marker (a Vary marker's record) leads to for a request with header h,
-// and the variant's record when it is an answer the marker leads to
-// (markerSince) and fresh at now. Anything else is left to follow.
-func (e *Engine) freshVariant(pkey string, marker *store.Record, h http.Header, now time.Time) (string, *store.Record, bool) {
+// marker (a Vary marker's record) leads to for prepared request r, and
+// the variant's record when it is an answer the marker leads to
+// (markerSince), fresh at now, and in a coding r's client can read
+// (Decodable). Anything else is left to follow.
+func (e *Engine) freshVariant(pkey string, marker *store.Record, r *Request, now time.Time) (string, *store.Record, bool) {
 	var names []string
 	for k, v := range marker.Values() {
 		if k == "Vary" {
 			names = append(names, v)
 		}
 	}
-	key := VaryKey(pkey, names, h)
+	key := VaryKey(pkey, names, r.Header)
 	v, ok := e.cfg.Cache.Record(key)
-	if !ok || v.Status() == 0 || v.Freshness(now) != store.Fresh || v.StoredAt().Before(recordSince(marker)) {
+	if !ok || v.Status() == 0 || v.Freshness(now) != store.Fresh || v.StoredAt().Before(recordSince(marker)) ||
+		!RecordDecodable(v, r.acceptEncoding) {
 		return key, nil, false
 	}
 	return key, v, true

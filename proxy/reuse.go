@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/levee/levee/store"
@@ -16,10 +15,11 @@ import (
 // reusableFor reports whether f's answer may be handed to a request with
 // headers h that waited on it: the answer was storable by a shared cache
 // (so not private or no-store, no Set-Cookie, not a 206, not an answer to
-// a credential the key does not hold, see responsePolicy) and h agrees
-// with the fetching request on every header the answer varies on.
-func (f *flight) reusableFor(h http.Header) bool {
-	return !f.failed && f.shareable && sameVary(f.vary, f.reqHdr, h)
+// a credential the key does not hold, see responsePolicy), r agrees
+// with the fetching request on every header the answer varies on, and r
+// can read the answer's content coding (Decodable).
+func (f *flight) reusableFor(r *Request) bool {
+	return !f.failed && f.shareable && sameVary(f.vary, f.reqHdr, r.Header) && Decodable(f.entry.Header, r.acceptEncoding)
 }
 
 // fetchUnshared answers a waiter whose flight's answer it may not reuse.
@@ -32,11 +32,12 @@ func (e *Engine) fetchUnshared(ctx context.Context, rt *Route, r *Request, pkey 
 		// (or its stale copy), never the leader's failure body.
 		return nil, waitedFailure(f)
 	case f.shareable:
-		// Only Vary differs: this variant has a flight of its own.
+		// Only Vary differs, or the coding r cannot read: this variant
+		// has a flight of its own.
 		vkey := VaryKey(pkey, f.vary, r.Header)
 		vf, err, shared := e.flights.Do(ctx, flightKey(rt, vkey, r.Header), e.fetchOnce(rt, r, pkey, nil))
 		switch {
-		case err != nil || !shared || vf.reusableFor(r.Header):
+		case err != nil || !shared || vf.reusableFor(r):
 			return vf, err
 		case vf.failed:
 			return nil, waitedFailure(vf)
@@ -53,7 +54,7 @@ func waitedFailure(f *flight) error {
 // ended a moment ago already stored a fresh answer (storedMeanwhile).
 func (e *Engine) fetchOnce(rt *Route, r *Request, pkey string, old *store.Entry) func(context.Context) (*flight, error) {
 	return func(fctx context.Context) (*flight, error) {
-		if f, ok := e.storedMeanwhile(pkey, r.Header, old); ok {
+		if f, ok := e.storedMeanwhile(pkey, r, old); ok {
 			return f, nil
 		}
 		return e.fetch(fctx, rt, r, pkey, old)
@@ -74,14 +75,14 @@ func (e *Engine) fetchOnce(rt *Route, r *Request, pkey string, old *store.Entry)
 // stored before it left.
 //
 // It returns that answer as the flight's, a Hit, when r's variant now holds
-// a fresh entry that is not old.
-func (e *Engine) storedMeanwhile(pkey string, h http.Header, old *store.Entry) (*flight, bool) {
-	_, cur := e.lookup(pkey, h)
-	if cur == nil || cur == old || cur.Freshness(e.cfg.Now()) != store.Fresh {
+// a fresh entry that is not old, in a coding r can read.
+func (e *Engine) storedMeanwhile(pkey string, r *Request, old *store.Entry) (*flight, bool) {
+	_, cur := e.lookup(pkey, r.Header)
+	if cur == nil || cur == old || cur.Freshness(e.cfg.Now()) != store.Fresh || !Decodable(cur.Header, r.acceptEncoding) {
 		return nil, false
 	}
 	vary, _ := VaryNames(cur.Header)
-	return &flight{entry: cur, result: Hit, stored: true, shareable: true, vary: vary, reqHdr: h}, true
+	return &flight{entry: cur, result: Hit, stored: true, shareable: true, vary: vary, reqHdr: r.Header}, true
 }
 
 // remember records what a fetch for flight key fkey learned: an answer

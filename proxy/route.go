@@ -188,6 +188,17 @@ type Request struct {
 	// so the engine leaves Response.Header nil on such a hit instead of
 	// decoding the header into a map. Default false: Header is always set.
 	ReadsRecord bool
+
+	// InterimTo, when set, is the client's ResponseWriter: the 1xx answers
+	// of an upstream call made for this request are written to it until
+	// EndInterim (interim.go). Default nil: none are passed on.
+	InterimTo http.ResponseWriter
+	interim   *interimSink // set on the way to a fetch (sinkInterim)
+
+	// acceptEncoding is the client's Accept-Encoding, which prepared
+	// drops from Header (it never reaches the upstream) but which decides
+	// whether an encoded answer may be served to it (Decodable).
+	acceptEncoding []string
 }
 
 // Result says how a response was produced; it becomes the X-Cache header.

@@ -202,7 +202,7 @@ func (n *nearCache) get(method, rkey string, h http.Header, lean bool) (*proxy.R
 		rec, ok = n.c.Record(vk)
 	}
 	now := n.now()
-	if !ok || rec.Freshness(now) != store.Fresh {
+	if !ok || rec.Freshness(now) != store.Fresh || !proxy.RecordDecodable(rec, h["Accept-Encoding"]) {
 		return nil, false
 	}
 	n.serve(n.slot(vk), now)

@@ -37,7 +37,7 @@ type Record struct {
 	storedAt, freshUntil, staleUntil, errorUntil int64  // see nanos
 	hdrEnd                                       uint32 // where the body starts in buf
 	status                                       uint16
-	has                                          uint16 // fields the header holds: hasConnection, hasAge
+	has                                          uint16 // fields the header holds: hasConnection, …
 }
 
 // The fields a hit must look for in every stored header are rare: a flag
@@ -45,6 +45,7 @@ type Record struct {
 const (
 	hasConnection = 1 << iota
 	hasAge
+	hasContentEncoding
 )
 
 // recordBytes is the Record struct as allocated.
@@ -310,6 +311,8 @@ func fieldFlag(name string) uint16 {
 		return hasConnection
 	case "Age":
 		return hasAge
+	case "Content-Encoding":
+		return hasContentEncoding
 	}
 	return 0
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"time"
 
 	"github.com/levee/levee/internal/ctxwait"
@@ -204,6 +206,14 @@ func (k *call) roundTrip(ctx context.Context) (*Response, error) {
 }
 
 func (k *call) httpRequest(ctx context.Context) (*http.Request, error) {
+	if interim := k.req.Interim; interim != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if code != http.StatusContinue && code != http.StatusSwitchingProtocols {
+				interim(code, http.Header(h))
+			}
+			return nil
+		}})
+	}
 	hr, err := http.NewRequestWithContext(ctx, k.req.Method, "", nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRequest, err)

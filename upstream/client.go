@@ -67,6 +67,12 @@ type Request struct {
 	// fails at once (a *LimitedError) instead of waiting for the pause to
 	// end. Default false: it waits if the pause ends within the budget.
 	Fallback bool
+	// Interim, when set, is called with each informational (1xx) answer an
+	// attempt gets before its final one, for the caller to pass on (RFC
+	// 9110 §15.2), never stored: 102 Processing, 103 Early Hints and the
+	// like; 100 Continue and 101 are the connection's own and are not
+	// passed. Default nil: 1xx answers are dropped, as net/http drops them.
+	Interim func(code int, h http.Header)
 }
 
 // Response is the upstream's answer to the last attempt.

@@ -160,47 +160,29 @@ func loadConfigWith(fs *flag.FlagSet, args []string, getenv func(string) string,
 	if *path == "" {
 		return nil, errors.New("no config file: run levee -config FILE (or set LEVEE_CONFIG)")
 	}
-	// Validation waits for the overrides: a file shared by every node may
-	// only become complete with its node's LEVEE_* variables.
-	cfg, err := config.LoadUnvalidated(*path)
-	if err != nil {
-		return nil, err
-	}
+	// Flags win over the environment, which wins over the file.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, key := range config.SettableKeys() {
-		if v, ok := lookup(getenv, envName(key)); ok && !set[key] {
-			if err := cfg.Set(key, v); err != nil {
-				return nil, fmt.Errorf("%s: %w", envName(key), err)
-			}
-		}
+	env := config.EnvOverride(getenv)
+	return config.LoadOverriddenIn(*path, func(key string) (string, string, bool) {
 		if set[key] {
-			if err := cfg.Set(key, *overrides[key]); err != nil {
-				return nil, fmt.Errorf("-%s: %w", key, err)
-			}
+			return *overrides[key], "-" + key, true
 		}
-	}
-	// In a container, the memory limit and an unset cache size follow the
-	// container's limit (config.FitMemory); a reload reads the same limit.
-	if limit, ok := memlimit.Cgroup(os.DirFS("/")); ok {
-		cfg.FitMemory(limit)
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("config %s: %w", *path, err)
-	}
-	cfg.Resolve()
-	return cfg, nil
+		return env(key)
+	}, containerLimit())
 }
 
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := getenv(name)
-	return v, v != ""
+// containerLimit is the memory limit of the container the node runs in
+// (memlimit.Cgroup), 0 for none: the memory limit and a cache.max_bytes
+// left at its default follow it (config.FitMemory). A reload reads it
+// again, and finds the same.
+func containerLimit() int64 {
+	limit, _ := memlimit.Cgroup(os.DirFS("/"))
+	return limit
 }
 
 // envName turns node.http into LEVEE_NODE_HTTP.
-func envName(key string) string {
-	return "LEVEE_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
-}
+func envName(key string) string { return config.EnvName(key) }
 
 func logLevel(s string) slog.Level {
 	var l slog.Level
