@@ -73,6 +73,18 @@ bench:
 bench-compare:
 	./scripts/bench-compare.sh
 
+# Issue 27's provider budget (bench/budget): a demo upstream with a hidden
+# quota of 20 req/s on the key (halved at 60 s, doubled back at 90 s),
+# three nodes, clients at 3x the quota; static caps 2x too high, the
+# adaptive limit per node, the cluster budget; then a healthy upstream,
+# adaptive off and on. Prints a table, writes BENCH_BUDGET_OUT/bench-budget.svg,
+# ends with PASS or FAIL against the issue's targets. About 7 min; the
+# benchmark, not a test: nothing gates on it.
+BENCH_BUDGET_OUT ?= $(CURDIR)/data/bench-budget
+.PHONY: bench-budget
+bench-budget: build
+	$(GO) run ./bench/budget -levee $(CURDIR)/$(BIN)/levee -out $(BENCH_BUDGET_OUT)
+
 # Issue 24's slow-client scenario (1,800 then 10,000 slowloris connections
 # from 127.0.0.1 for 20 s each, ordinary GETs from 127.0.0.2 within 2 s,
 # RSS under 200 MB) against the built binary; `make test` runs the 1,800

@@ -83,6 +83,8 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 		RawQuery: r.URL.RawQuery,
 		Header:   h,
 		Body:     body,
+		// write copies a fresh hit's header from its record (proxy/record.go).
+		ReadsRecord: true,
 	}, nil
 }
 
@@ -167,10 +169,16 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	// Internal headers are stripped from answers too: an upstream (or a
 	// compromised peer) must not be able to speak Levee's own vocabulary to
 	// clients; the ones Levee means to send are set below. resp.Header may
-	// be a cached entry's: CopyCleanHeader shares its values read-only.
-	proxy.CopyCleanHeader(h, resp.Header, true)
+	// be a cached entry's: CopyCleanHeader shares its values read-only. A
+	// fresh hit's header is copied straight from its record.
+	var spare []string // room for setLevee's values, after the record's
+	if resp.Header == nil && resp.Record != nil {
+		spare = proxy.CopyCleanRecord(h, resp.Record, true, leveeFields)
+	} else {
+		proxy.CopyCleanHeader(h, resp.Header, true)
+	}
 	status, body := proxy.Answer(h, r.Method, r.Header, resp.Status, resp.Body, s.cfg.Now())
-	s.setLevee(h, r, resp, owner, status, len(body))
+	s.setLevee(h, r, resp, owner, status, len(body), spare)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {
 		_, _ = w.Write(body)
@@ -182,8 +190,10 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 // n-byte body: X-Request-Id, X-Cache, Cache-Status, Age, X-Levee-Owner and
 // Content-Length. Every answer, a hit included, pays for them, so they
 // cost two allocations: one string holding every value Levee formats
-// (leveeStrings) and one array holding every value slice (leveeValues).
-func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, owner string, status, n int) {
+// (leveeStrings) and one array holding every value slice (leveeValues),
+// or none when spare has room for leveeFields values (a hit from a
+// record shares the array of the record's own values).
+func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, owner string, status, n int, spare []string) {
 	// The answer names this request's id, not the one the upstream sent
 	// (or sent to whoever fetched a cached answer).
 	if id := r.Header["X-Request-Id"]; len(id) > 0 {
@@ -193,7 +203,10 @@ func (s *Server) setLevee(h http.Header, r *http.Request, resp *proxy.Response, 
 	}
 	upstreamLen, hasLen := contentLength(h, r.Method, status, n)
 	cs, age, length := leveeStrings(cmp.Or(owner, s.cfg.Node), resp, n, hasLen && upstreamLen == "")
-	v := leveeValues{h: h, vs: make([]string, 0, 5)}
+	if cap(spare)-len(spare) < leveeFields {
+		spare = make([]string, 0, leveeFields)
+	}
+	v := leveeValues{h: h, vs: spare}
 	v.set("X-Cache", string(resp.Result))
 	v.set("Cache-Status", cs)
 	if servedFromCache(resp.Result) {
@@ -216,7 +229,7 @@ func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (ca
 	if servedFromCache(resp.Result) {
 		// The age the answer had when it came (the upstream's Age field,
 		// still in its header: this one replaces it) plus its time here.
-		b = strconv.AppendInt(b, int64((proxy.InitialAge(resp.Header)+resp.Age)/time.Second), 10)
+		b = strconv.AppendInt(b, int64((initialAge(resp)+resp.Age)/time.Second), 10)
 	}
 	endAge := len(b)
 	if withLength {
@@ -225,6 +238,17 @@ func leveeStrings(node string, resp *proxy.Response, n int, withLength bool) (ca
 	all := string(b)
 	return all[:endStatus], all[endStatus:endAge], all[endAge:]
 }
+
+// initialAge is proxy.InitialAge of resp's header, wherever it is kept.
+func initialAge(resp *proxy.Response) time.Duration {
+	if resp.Header == nil && resp.Record != nil {
+		return proxy.RecordInitialAge(resp.Record)
+	}
+	return proxy.InitialAge(resp.Header)
+}
+
+// leveeFields is how many values setLevee may set through leveeValues.
+const leveeFields = 5
 
 // leveeValues hands out one-value slices of one array, one per header,
 // each capped so that an Add to one header cannot write into the next.

@@ -128,7 +128,9 @@ const MaxNearCacheTTL = replica.MaxNearCacheTTL
 
 // Cache sizes the local cache of entries this node owns.
 type Cache struct {
-	// MaxBytes caps the cache. Default 256MiB; must be > 0.
+	// MaxBytes caps the cache. Default 256MiB; in a container with a
+	// memory limit (cgroup v2), when left at that default, what 9/10 of
+	// the container's limit holds (Config.FitMemory). Must be > 0.
 	MaxBytes ByteSize `yaml:"max_bytes"`
 	// Persist saves the cache to node.data_dir/cache.snapshot on a graceful
 	// stop (and every PersistInterval) and loads it at start, so a
@@ -382,7 +384,7 @@ func Default() *Config {
 			StabilizationTime: Duration(10 * time.Second),
 			NearCache:         NearCache{MaxBytes: 16 << 20, TTL: Duration(time.Second)},
 		},
-		Cache:    Cache{MaxBytes: 256 << 20, Persist: true, PersistInterval: Duration(30 * time.Second)},
+		Cache:    Cache{MaxBytes: DefaultCacheBytes, Persist: true, PersistInterval: Duration(30 * time.Second)},
 		Upstream: Upstream{MaxInflight: 256},
 		Queue:    DefaultQueue(),
 	}

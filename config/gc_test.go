@@ -31,11 +31,11 @@ func TestEffectiveGCSettings(t *testing.T) {
 		wantPercent int
 		wantLimit   int64
 	}{
-		{"defaults", func(*Config) {}, 100, (256<<20+16<<20)*5/4 + 256<<20},
-		{"no near cache", func(c *Config) { c.Cluster.NearCache.MaxBytes = 0 }, 100, (256<<20)*5/4 + 256<<20},
+		{"defaults", func(*Config) {}, 25, (256<<20+16<<20)*5/4 + 256<<20},
+		{"no near cache", func(c *Config) { c.Cluster.NearCache.MaxBytes = 0 }, 25, (256<<20)*5/4 + 256<<20},
 		{"set", func(c *Config) { c.Node.GCPercent, c.Node.MemoryLimit = 80, 3<<30 }, 80, 3 << 30},
-		{"caches too large to derive a limit", func(c *Config) { c.Cache.MaxBytes = math.MaxInt64 - 1<<30 }, 100, math.MaxInt64},
-		{"caches whose sum is past the largest size", func(c *Config) { c.Cluster.NearCache.MaxBytes = math.MaxInt64 }, 100, math.MaxInt64},
+		{"caches too large to derive a limit", func(c *Config) { c.Cache.MaxBytes = math.MaxInt64 - 1<<30 }, 25, math.MaxInt64},
+		{"caches whose sum is past the largest size", func(c *Config) { c.Cluster.NearCache.MaxBytes = math.MaxInt64 }, 25, math.MaxInt64},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,6 +18,33 @@ type HostLimits struct {
 	Rate float64 `yaml:"rate"`
 	// Burst is the token-bucket size in requests. Default 100; >= 1.
 	Burst int `yaml:"burst"`
+	// Adaptive makes inflight and rate ceilings under which each node
+	// learns the host's limits from its answers. Default off.
+	Adaptive HostAdaptive `yaml:"adaptive"`
+}
+
+// HostAdaptive turns a host's caps into ceilings (package adaptive): a
+// 429 or 503 cuts the node's limits to 0.7 of the rate and in-flight
+// level at which it came, and they climb back towards and past that
+// level while they bind (in use at least half the limit); latency rising
+// against a healthy baseline eases the in-flight limit. A call the
+// learned limit holds back serves its stale copy (within stale_if_error)
+// at once, else waits within its retry budget, else is answered 503 with
+// Retry-After; a queued job yields (it is deferred) instead of waiting.
+type HostAdaptive struct {
+	// Enabled turns learning on for the host. Default false.
+	Enabled bool `yaml:"enabled"`
+	// Floor is the lowest the learned rate goes, in requests per second
+	// for the whole cluster (each node its share). Default 0: 1 request
+	// per second, or rate when lower; otherwise in [adaptive.MinFloor,
+	// rate].
+	Floor float64 `yaml:"floor"`
+	// PerNode makes each node learn alone, under its share of the caps.
+	// Default false: on a node with node.raft the cluster learns one
+	// budget for the host and each node holds a lease of it, in
+	// proportion to its demand (package budget); without node.raft the
+	// node learns alone either way.
+	PerNode bool `yaml:"per_node"`
 }
 
 // DefaultHostLimits returns the caps of a host that hosts: does not list
@@ -51,7 +78,7 @@ func (c *Config) ResolvedHosts() map[string]HostLimits {
 		}
 		key := hostkey.Of(u)
 		if routeSetsLimits(r) {
-			out[key] = HostLimits(r.Limits)
+			out[key] = HostLimits{Inflight: r.Limits.Inflight, Rate: r.Limits.Rate, Burst: r.Limits.Burst}
 		} else if _, ok := out[key]; !ok {
 			out[key] = DefaultHostLimits()
 		}

@@ -103,6 +103,12 @@ func TestHostsInvalid(t *testing.T) {
 		{"two routes disagree", oneRoute("limits: {rate: 7}") + "  - {name: s, prefix: /s/, upstream: 'http://x:80/s', limits: {rate: 8}}\n",
 			[]string{"routes[1].limits: {Inflight:64 Rate:8 Burst:100} differs from routes[0].limits {Inflight:64 Rate:7 Burst:100} for the same host http://x:80"}},
 		{"global cap", "upstream: {max_inflight: 0}\n" + routeOnX, []string{"upstream.max_inflight: must be >= 1"}},
+		{"adaptive floor under the bound", "hosts: {'http://x': {adaptive: {enabled: true, floor: 0.05}}}\n" + routeOnX,
+			[]string{`hosts["http://x"].adaptive.floor: must be 0 (the default) or in [0.1, rate 50]`}},
+		{"adaptive floor above the rate", "hosts: {'http://x': {rate: 5, adaptive: {floor: 6}}}\n" + routeOnX,
+			[]string{`hosts["http://x"].adaptive.floor: must be 0 (the default) or in [0.1, rate 5]`}},
+		{"adaptive not a mapping", "hosts: {'http://x': {adaptive: true}}\n" + routeOnX, []string{`hosts["http://x"].adaptive: must be a mapping`}},
+		{"unknown adaptive key", "hosts: {'http://x': {adaptive: {ceiling: 5}}}\n" + routeOnX, []string{`hosts["http://x"].adaptive.ceiling: unknown key`}},
 		{"unknown upstream key", "upstream: {inflight: 3}\n" + routeOnX, []string{"upstream.inflight: unknown key"}},
 	}
 	for _, tt := range tests {
@@ -118,6 +124,27 @@ func TestHostsInvalid(t *testing.T) {
 			}
 			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestHostAdaptiveIsParsedAndOffByDefault(t *testing.T) {
+	tests := []struct {
+		name, entry string
+		want        HostAdaptive
+	}{
+		{"absent", "{rate: 20}", HostAdaptive{}},
+		{"enabled with the default floor", "{rate: 20, adaptive: {enabled: true}}", HostAdaptive{Enabled: true}},
+		{"a floor", "{rate: 20, adaptive: {enabled: true, floor: 2.5}}", HostAdaptive{Enabled: true, Floor: 2.5}},
+		{"a floor at the rate", "{rate: 20, adaptive: {floor: 20}}", HostAdaptive{Floor: 20}},
+		{"each node alone", "{rate: 20, adaptive: {enabled: true, per_node: true}}", HostAdaptive{Enabled: true, PerNode: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := mustParse(t, "hosts: {'http://127.0.0.1:9000': "+tt.entry+"}\n"+minimalYAML)
+			if got := c.ResolvedHosts()["http://127.0.0.1:9000"].Adaptive; got != tt.want {
+				t.Fatalf("adaptive = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

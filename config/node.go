@@ -5,14 +5,18 @@ import (
 	"strconv"
 )
 
-// defaultGCPercent is node.gc_percent's default: Go's own. Memory is
-// bounded by node.memory_limit, derived from the caches' sizes, so below
-// it the headroom GOGC grants costs nothing the node was not given, and
-// a lower GOGC would only spend CPU on every request (25 cost +25 % per
-// hit, docs/benchmarks.md). Go's GC guide (go.dev/doc/gc-guide, "GOGC"
-// and "Memory limit") is the model: a soft limit for the bound, GOGC for
-// the trade below it.
-const defaultGCPercent = 100
+// defaultGCPercent is node.gc_percent's default. The cache keeps its
+// answers in pointer-free records (store/record.go), so a collection
+// marks a few small objects per entry and never scans a body: with
+// 200,000 cached 1 KiB answers a cycle costs about 56 ms where the
+// pointer-rich entries before cost 250 ms, and at 25 the collector costs
+// about 0.6 µs per 1 KiB a hit allocates (store's BenchmarkGCWithFullCache),
+// a few percent of a hit, for RSS at 2.1× the bodies instead of 3.0× at
+// Go's 100 (docs/benchmarks.md, *Memory per cached answer*).
+// node.memory_limit still bounds the heap; Go's GC guide
+// (go.dev/doc/gc-guide, "GOGC" and "Memory limit") is the model: a soft
+// limit for the bound, GOGC for the trade below it.
+const defaultGCPercent = 25
 
 // memoryLimitSlack is the part of the derived memory limit that does not
 // scale with the caches: a node's own heap with an empty cache is tens of
@@ -129,20 +133,26 @@ type Node struct {
 	MaxInflightFetches int `yaml:"max_inflight_fetches"`
 	// GCPercent is the garbage collector's GOGC: how far, in percent of
 	// the heap the last collection kept, the heap may grow before the next
-	// one. Default 0, meaning 100 (Go's): MemoryLimit bounds the heap, and
-	// below it a cache whose entries hold 500 MB may reach 1 GB of RSS; 25
-	// keeps it near 625 MB for about a quarter more CPU per hit
-	// (docs/benchmarks.md). -1 turns this trigger off, leaving only
+	// one. Default 0, meaning 25: a cache whose entries hold 500 MB then
+	// stays near 625 MB, where Go's 100 lets it reach 1 GB; its records
+	// hold no pointers, so collecting that often costs a few percent of a
+	// hit (docs/benchmarks.md). -1 turns this trigger off, leaving only
 	// MemoryLimit's. GOGC in the environment, when set, wins.
 	GCPercent int `yaml:"gc_percent"`
 	// MemoryLimit is the runtime's soft memory limit (GOMEMLIMIT): near it
 	// the collector runs as often as it must to stay under it. Default 0,
 	// meaning 1.25 × (cache.max_bytes + cluster.near_cache.max_bytes) +
 	// 256MiB: two full caches with a quarter of collection headroom, and
-	// room for connections, in-flight bodies and Raft. When set: more than
+	// room for connections, in-flight bodies and Raft; in a container with
+	// a memory limit (cgroup v2), at most 9/10 of that limit (FitMemory,
+	// which also sizes an unset cache.max_bytes from it). When set: more than
 	// the two caches' max_bytes, which a full node holds live. GOMEMLIMIT
 	// in the environment, when set, wins.
 	MemoryLimit ByteSize `yaml:"memory_limit"`
+
+	// container is the memory limit of the container the node runs in (0:
+	// none), set by FitMemory.
+	container int64
 }
 
 // EffectiveBootstrapExpect returns BootstrapExpect, with the default 0 read
@@ -181,11 +191,14 @@ func (c *Config) EffectiveMemoryLimit() int64 {
 	if c.Node.MemoryLimit > 0 {
 		return c.Node.MemoryLimit.Int64()
 	}
-	caches := c.cacheBytes()
-	if caches > (math.MaxInt64-memoryLimitSlack)/5*4 {
-		return math.MaxInt64 // no limit: Go's own default
+	derived := int64(math.MaxInt64) // no limit: Go's own default
+	if caches := c.cacheBytes(); caches <= (math.MaxInt64-memoryLimitSlack)/5*4 {
+		derived = caches + caches/4 + memoryLimitSlack
 	}
-	return caches + caches/4 + memoryLimitSlack
+	if limit := c.Node.containerLimit(); limit > 0 {
+		return min(derived, limit)
+	}
+	return derived
 }
 
 // cacheBytes is what the node's two caches may hold together, saturating
@@ -201,7 +214,7 @@ func (c *Config) cacheBytes() int64 {
 
 // gc checks node.gc_percent and node.memory_limit.
 func (v *validator) gc(c *Config) {
-	v.check(c.Node.GCPercent >= -1, "node.gc_percent", "must be -1 (off), 0 (default 100) or a percentage > 0")
+	v.check(c.Node.GCPercent >= -1, "node.gc_percent", "must be -1 (off), 0 (default 25) or a percentage > 0")
 	if l := c.Node.MemoryLimit; l != 0 {
 		v.check(l.Int64() > c.cacheBytes(), "node.memory_limit",
 			"must be 0 (derived) or more than cache.max_bytes + cluster.near_cache.max_bytes: a full node holds both live")

@@ -33,6 +33,13 @@ func EnvOverride(getenv func(string) string) Override {
 // every node may only become complete with its node's overrides), apply
 // override to every key of SettableKeys, then Validate and Resolve.
 func LoadOverridden(path string, override Override) (*Config, error) {
+	return LoadOverriddenIn(path, override, 0)
+}
+
+// LoadOverriddenIn is LoadOverridden for a node in a container whose
+// memory limit is container bytes (0: none): FitMemory applies it after
+// the overrides, before Validate.
+func LoadOverriddenIn(path string, override Override, container int64) (*Config, error) {
 	cfg, err := LoadUnvalidated(path)
 	if err != nil {
 		return nil, err
@@ -46,6 +53,7 @@ func LoadOverridden(path string, override Override) (*Config, error) {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 	}
+	cfg.FitMemory(container)
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}

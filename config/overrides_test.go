@@ -101,3 +101,31 @@ func without(m map[string]string, k string) map[string]string {
 	delete(out, k)
 	return out
 }
+
+// TestLoadOverriddenInFitsTheContainerAfterTheOverrides: a cache size an
+// override sets is the operator's and is kept; left at the default, it
+// follows the container's limit.
+func TestLoadOverriddenInFitsTheContainerAfterTheOverrides(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "levee.yaml")
+	if err := os.WriteFile(path, []byte("routes: [{name: r, prefix: /r/, upstream: http://up:9000/}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		override map[string]string
+		want     int64
+	}{
+		{"default follows the container", nil, (1<<30/10*9-256<<20)/5*4 - 16<<20},
+		{"override kept", map[string]string{"LEVEE_CACHE_MAX_BYTES": "2GiB"}, 2 << 30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := LoadOverriddenIn(path, EnvOverride(func(k string) string { return tt.override[k] }), 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Cache.MaxBytes.Int64(); got != tt.want {
+				t.Errorf("cache.max_bytes = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

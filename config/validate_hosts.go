@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/levee/levee/adaptive"
 	"github.com/levee/levee/upstream/hostkey"
 )
 
@@ -39,6 +40,9 @@ func (v *validator) hostLimits(p string, l HostLimits) {
 	v.atLeast(p+".inflight", l.Inflight, 1)
 	v.check(l.Rate > 0, p+".rate", "must be > 0")
 	v.atLeast(p+".burst", l.Burst, 1)
+	f := l.Adaptive.Floor
+	v.check(f == 0 || (f >= adaptive.MinFloor && f <= l.Rate), p+".adaptive.floor",
+		fmt.Sprintf("must be 0 (the default) or in [%v, rate %v] requests per second", adaptive.MinFloor, l.Rate))
 }
 
 // routeLimits refuses a route's limits (other than the defaults) for a

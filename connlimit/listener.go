@@ -88,11 +88,16 @@ func (l *Listener) connState(nc net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateActive:
 		// A next request read whole from the buffer, without a Read to
-		// mark it arrived.
-		l.arrived(c)
+		// mark it arrived. Usually its Read did (the state is pending):
+		// then the table has nothing to do, and the lock is not taken.
+		// Only this connection's goroutine makes it idle, so the state
+		// read here cannot become idle before arrived takes the lock.
+		if state(c.state.Load()) == stateIdle {
+			l.arrived(c)
+		}
 	case http.StateIdle:
 		l.mu.Lock()
-		l.t.idled(&c.e, l.cfg.Now())
+		l.t.idled(&c.e)
 		l.mu.Unlock()
 	case http.StateClosed, http.StateHijacked:
 		l.forget(c)
@@ -129,7 +134,7 @@ func (l *Listener) wait(c *conn, waiting bool) {
 
 func (l *Listener) received(c *conn) {
 	l.mu.Lock()
-	l.t.received(&c.e, l.cfg.Now())
+	l.t.received(&c.e)
 	l.mu.Unlock()
 }
 

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // serve runs an http.Server with h on a Listener with cfg until the test
 // ends.
-func serve(t *testing.T, cfg Config, srv *http.Server) *Listener {
+func serve(t testing.TB, cfg Config, srv *http.Server) *Listener {
 	t.Helper()
 	raw, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -178,23 +178,26 @@ func (t *table) wait(e *entry, waiting bool) {
 }
 
 // received marks a pending connection's request as arrived whole.
-func (t *table) received(e *entry, now time.Time) {
+// Only a pending connection's time is ever read (sweep, makeRoomFor), so
+// an active or idle one is not given one: a keep-alive request reads the
+// clock once, when it begins (arrived), not at each change.
+func (t *table) received(e *entry) {
 	if e.state != statePending {
 		return
 	}
 	t.unlink(e)
 	t.active++
-	e.set(stateActive, now)
+	e.set(stateActive, time.Time{})
 }
 
-// idled marks a connection as between requests.
-func (t *table) idled(e *entry, now time.Time) {
+// idled marks a connection as between requests (no time: see received).
+func (t *table) idled(e *entry) {
 	if e.state == stateGone || e.state == stateIdle {
 		return
 	}
 	t.unlink(e)
 	e.elem = t.idle.PushBack(e)
-	e.set(stateIdle, now)
+	e.set(stateIdle, time.Time{})
 }
 
 // remove forgets a closed connection.

@@ -126,12 +126,12 @@ func TestTableClosesTheRightConnections(t *testing.T) {
 				case "unread": // its request sits unread: the server is behind
 					tb.wait(e, false)
 				case "idle":
-					tb.idled(e, now)
+					tb.idled(e)
 				case "arrive":
 					vs = tb.arrived(e, now)
 					tb.wait(e, true)
 				case "receive":
-					tb.received(e, now)
+					tb.received(e)
 				}
 				for _, v := range vs {
 					got = append(slices.Clone(got), names[v.e]+":"+v.reason.String())
@@ -180,8 +180,8 @@ func TestTableForgetsAddressesWithTheirConnections(t *testing.T) {
 	}
 	for i, e := range es {
 		if i%2 == 0 {
-			tb.received(e, now)
-			tb.idled(e, now)
+			tb.received(e)
+			tb.idled(e)
 		}
 		tb.remove(e)
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/budget"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/pacing"
 	"github.com/levee/levee/queue"
@@ -33,6 +34,11 @@ const TagPacing consensus.Tag = 2
 // snapshots take the Mux's format.
 const TagQueue consensus.Tag = 3
 
+// TagBudget is the upstream hosts' shared budgets (package budget): each
+// node's counts, the learned limit and the leases. Like TagPacing, once
+// it holds state the snapshots take the Mux's format.
+const TagBudget consensus.Tag = 4
+
 // Machines are the state the Raft log replicates and what a leader checks
 // forwarded commands against.
 type Machines struct {
@@ -49,6 +55,9 @@ type Machines struct {
 	// into it; its Table and Now are set from Jobs and Now.
 	Jobs  *queue.Table
 	Queue queue.StateMachine
+	// Budgets is the hosts' shared budgets; Hosts checks forwarded
+	// reports as it does pauses. Default nil: a table of its own.
+	Budgets *budget.Table
 	// Now is the clock a leader stamps into forwarded commands.
 	Now func() time.Time
 }
@@ -56,8 +65,8 @@ type Machines struct {
 // StateMachines is the Mux of everything the Raft log replicates: the
 // breaker table, which is also the legacy machine, because data dirs
 // written before the Mux hold its bare commands and bare table snapshots
-// (node/testdata/v1-datadir, node/upgrade_test.go), the hosts' pauses and
-// the job queue.
+// (node/testdata/v1-datadir, node/upgrade_test.go), the hosts' pauses,
+// their shared budgets and the job queue.
 func StateMachines(m Machines) (*consensus.Mux, error) {
 	mux, err := consensus.NewMux(TagBreaker)
 	if err != nil {
@@ -67,6 +76,12 @@ func StateMachines(m Machines) (*consensus.Mux, error) {
 		return nil, err
 	}
 	if err := mux.Register(TagPacing, "pacing", pacing.StateMachine{Table: m.Pauses, Now: m.Now, Hosts: m.Hosts}); err != nil {
+		return nil, err
+	}
+	if m.Budgets == nil { // a machine that only applies (levee recover, the solo queue log)
+		m.Budgets = budget.NewTable()
+	}
+	if err := mux.Register(TagBudget, "budget", budget.StateMachine{Table: m.Budgets, Now: m.Now, Hosts: m.Hosts}); err != nil {
 		return nil, err
 	}
 	q := m.Queue

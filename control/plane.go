@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/budget"
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/pacing"
@@ -78,6 +79,7 @@ type Plane struct {
 	Mux     *consensus.Mux      // the state machines the log replicates
 	Breaker *breaker.Replicated // which breaker answers a call
 	Pauser  *pacing.Pauser      // the hosts' pauses: read, and proposed
+	Budget  *budget.Reporter    // the hosts' shared budgets: counts reported, leases read
 	Jobs    *queue.Table        // the job queue as this node applied it
 	// SubmitJob commits an encoded queue.Command (forwarded to the leader
 	// from a follower) and returns its encoded queue.Result.
@@ -108,10 +110,10 @@ func New(cfg Config) (*Plane, error) {
 		p.Gossip.Formed()
 	}
 	var err error
-	pauses := pacing.NewTable()
+	pauses, budgets := pacing.NewTable(), budget.NewTable()
 	p.Jobs = queue.NewTable()
 	if p.Mux, err = StateMachines(Machines{Breakers: cfg.Table, Routes: cfg.Routes, Pauses: pauses, Hosts: cfg.Hosts,
-		Jobs: p.Jobs, Queue: cfg.Queue, Now: cfg.Now}); err != nil {
+		Jobs: p.Jobs, Queue: cfg.Queue, Budgets: budgets, Now: cfg.Now}); err != nil {
 		return nil, err
 	}
 	if p.Node, err = consensus.New(cc, p.Mux); err != nil {
@@ -120,6 +122,8 @@ func New(cfg Config) (*Plane, error) {
 	p.SubmitJob = p.Mux.Submitter(TagQueue, p.Node.Propose)
 	p.Pauser = &pacing.Pauser{Node: cfg.Node, Committed: pauses, Submit: p.Mux.Submitter(TagPacing, p.Node.Propose),
 		Now: cfg.Now, Timeout: cfg.ProposeTimeout, Logger: cfg.Logger.With("subsystem", "pacing")}
+	p.Budget = &budget.Reporter{Node: cfg.Node, Committed: budgets, Submit: p.Mux.Submitter(TagBudget, p.Node.Propose),
+		Members: liveMembers(cfg.Members), Now: cfg.Now, Logger: cfg.Logger.With("subsystem", "budget")}
 	p.Gossip = raftgossip.New(raftgossip.Config{
 		Members: cfg.Members, Reconcile: p.Node.Reconcile, HasState: p.Node.HasState,
 		SetBootstrapped: cfg.SetBootstrapped, Poll: cfg.PublishPoll, Logger: cfg.Logger,
@@ -176,6 +180,7 @@ func (p *Plane) breakers(cfg Config) error {
 // nil. Any other failure, such as the Raft port being taken, is returned.
 func (p *Plane) Start(ctx context.Context) error {
 	p.Breaker.Start()
+	p.Budget.Start() // without Raft its reports fail: the leases end into the safe share
 	err := p.Node.Start(ctx)
 	if errors.Is(err, consensus.ErrDamaged) {
 		p.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")

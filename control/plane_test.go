@@ -49,7 +49,7 @@ func TestAPlaneNotYetStartedLetsOneCallPerRouteThrough(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = p.Node.Close() })
+			t.Cleanup(func() { p.CloseProposers(); _ = p.Node.Close() })
 			if tc.start {
 				if err := p.Start(t.Context()); err != nil {
 					t.Fatal(err)

@@ -42,6 +42,8 @@ func (s *Server) handleAPI(w http.ResponseWriter, r *http.Request) {
 		Node: r.Header.Get(HeaderNodeHint), IdempotencyKey: loggedKey(r.Header.Get(HeaderIdempotencyKey)),
 	}
 	s.stats.begin(tenantKey{call.Tenant, call.Key})
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	sw := &statusWriter{ResponseWriter: w}
 	// Deferred so a panic(http.ErrAbortHandler) from resetConn is recorded too.
 	defer func() { s.stats.end(answered(call, sw, s.cfg.Now())) }()
@@ -91,7 +93,7 @@ func (s *Server) inject(w http.ResponseWriter, r *http.Request, mode string, f F
 		}
 		return false
 	default:
-		return false
+		return s.injectBudgetMode(r.Context(), w, r, mode, f)
 	}
 	return true
 }

@@ -47,7 +47,10 @@
 //	GET    /-/stats        Stats snapshot (JSON)
 //	POST   /-/stats/reset  zero counters and the call log
 //	GET    /-/faults       current FaultStatus
-//	POST   /-/faults       set a Fault (JSON body, see Fault)
+//	POST   /-/faults       set a Fault (JSON body, see Fault); modes quota
+//	                       (a hidden token bucket on the key, 429 past it)
+//	                       and capacity (slower past K calls in flight) are
+//	                       make bench-budget's providers
 //	DELETE /-/faults       heal
 //	GET    /-/healthz      200 while the process serves
 //

@@ -84,6 +84,13 @@ type Fault struct {
 	// Duration, when > 0, heals the fault by itself that long after it was
 	// set. 0 means until Heal.
 	Duration Duration `json:"duration,omitzero"`
+	// Quota is the requests a second "quota" lets through; Burst its
+	// bucket's size (0: half the quota, at least 1).
+	Quota float64 `json:"quota,omitzero"`
+	Burst int     `json:"burst,omitzero"`
+	// Capacity is the calls in flight "capacity" serves at full speed;
+	// each call beyond them adds Delay to every call arriving.
+	Capacity int `json:"capacity,omitzero"`
 }
 
 // Validate reports the first invalid field, wrapping ErrBadFault.
@@ -100,7 +107,9 @@ func (f Fault) Validate() error {
 func (f Fault) validateMode() error {
 	switch f.Mode {
 	case "":
-		return errors.New(`mode is required (ok, down, error, slow, ratelimit, reset, flaky)`)
+		return errors.New(`mode is required (ok, down, error, slow, ratelimit, reset, flaky, quota, capacity)`)
+	case ModeQuota, ModeCapacity:
+		return f.validateBudgetMode()
 	case ModeOK, ModeDown, ModeError, ModeRateLimit, ModeReset:
 		return nil
 	case ModeSlow:
@@ -111,7 +120,7 @@ func (f Fault) validateMode() error {
 	case ModeFlaky:
 		return f.validateFlaky()
 	default:
-		return fmt.Errorf("unknown mode %q (want ok, down, error, slow, ratelimit, reset or flaky)", f.Mode)
+		return fmt.Errorf("unknown mode %q (want ok, down, error, slow, ratelimit, reset, flaky, quota or capacity)", f.Mode)
 	}
 }
 

@@ -33,6 +33,8 @@ type Server struct {
 	jobs     *jobStore
 	sessions *sessions
 	reqSeq   atomic.Uint64
+	quota    quotaBucket  // the "quota" fault's bucket
+	inflight atomic.Int64 // API calls in flight, for "capacity"
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -119,6 +121,7 @@ func (s *Server) SetFault(f Fault) error {
 		return err
 	}
 	s.faults.set(f, s.cfg.Now())
+	s.quota.set(f, s.cfg.Now())
 	s.log.Info("fault set", "mode", f.Mode, "paths", f.Paths, "duration", time.Duration(f.Duration))
 	return nil
 }
@@ -126,6 +129,7 @@ func (s *Server) SetFault(f Fault) error {
 // Heal clears the current fault.
 func (s *Server) Heal() {
 	s.faults.set(Fault{Mode: ModeOK}, s.cfg.Now())
+	s.quota.set(Fault{Mode: ModeOK}, s.cfg.Now())
 	s.log.Info("fault healed", "reason", "heal")
 }
 

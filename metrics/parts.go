@@ -30,14 +30,40 @@ func (m *Metrics) CacheGauges(stats func() CacheStats, capacity int64) {
 		func() float64 { return float64(stats().TombstonesEvicted) })
 }
 
+// Upstream is what the upstream series read of the upstream client
+// (upstream.Client implements it).
+type Upstream interface {
+	// InFlightCalls is the logical calls in flight.
+	InFlightCalls() int
+	// Share is the live members the cluster-wide caps are shared among.
+	Share() int
+	// HostLimits is, by host and kind ("rate", "inflight"), the limits
+	// the node applies, and the levels its learned limits last lost at.
+	HostLimits() (limits, learned map[string]map[string]float64)
+}
+
 // UpstreamGauges registers the upstream client's series: logical calls in
-// flight (inflight), and the live members the cluster-wide caps are
-// shared among (share).
-func (m *Metrics) UpstreamGauges(inflight, share func() int) {
+// flight, the live members the cluster-wide caps are shared among, and
+// each host's limits.
+func (m *Metrics) UpstreamGauges(u Upstream) {
 	m.GaugeFunc("levee_upstream_calls_inflight", "Logical upstream calls in flight, retries and their waits included: what node.max_inflight_fetches caps.",
-		func() float64 { return float64(inflight()) })
+		func() float64 { return float64(u.InFlightCalls()) })
 	m.GaugeFunc("levee_upstream_share_members", "Live members the cluster-wide upstream caps (hosts:, upstream.max_inflight) are divided among: this node applies 1/N of each.",
-		func() float64 { return float64(share()) })
+		func() float64 { return float64(u.Share()) })
+	m.SamplesGaugeFunc("levee_host_limit", "The limit this node applies to each upstream host, by kind: rate (attempts a second) and inflight. The learned limit for a host with hosts: adaptive, else the node's share of its caps.",
+		[]string{"host", "kind"}, func() []Sample { l, _ := u.HostLimits(); return hostSamples(l) })
+	m.SamplesGaugeFunc("levee_host_limit_learned", "For a host with hosts: adaptive, the level in use (rate, inflight) when its last 429 or 503 came: the ceiling this node learned. Absent before the first.",
+		[]string{"host", "kind"}, func() []Sample { _, l := u.HostLimits(); return hostSamples(l) })
+}
+
+func hostSamples(byHost map[string]map[string]float64) []Sample {
+	out := make([]Sample, 0, 2*len(byHost))
+	for host, kinds := range byHost {
+		for kind, v := range kinds {
+			out = append(out, Sample{Labels: []string{host, kind}, Value: v})
+		}
+	}
+	return out
 }
 
 // ConnStats is what the connection series read of one HTTP listener

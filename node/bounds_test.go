@@ -124,6 +124,9 @@ var boundRows = []boundRow{
 	{key: "hosts[*].inflight", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
 	{key: "hosts[*].rate", serve: []string{"5e-324", maxFloat}, refuse: []string{"0", pastFloat}},
 	{key: "hosts[*].burst", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
+	// 0 is the default floor; else adaptive.MinFloor up to the rate (50).
+	{key: "hosts[*].adaptive.floor", serve: []string{"0", "0.1", "50"}, refuse: []string{"0.09999999999999999", "50.00000000000001"},
+		also: []string{"hosts[*].adaptive.enabled=true"}},
 	{key: "upstream.max_inflight", serve: []string{"1", maxInt}, refuse: []string{"0", pastInt}},
 
 	// queue.*, on a node with node.raft (the queue runs only there)

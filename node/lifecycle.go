@@ -144,7 +144,7 @@ func (n *Node) close(graceful bool) error {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
-			n.raft.Pauser.Close() // its proposals, each bounded
+			n.raft.CloseProposers() // the pauses' and the budget's, each bounded
 			n.closeErr = n.raft.Node.Close()
 		}
 		if n.solo != nil {

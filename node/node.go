@@ -215,7 +215,7 @@ func (n *Node) wireUpstream() error {
 	}
 	hosts, global := routecfg.Caps(n.cfg)
 	n.upstream, err = upstream.New(upstream.Config{Transport: n.opts.Transport, RouteTLS: rtls, Logger: n.log.With("subsystem", "upstream"),
-		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses, Hosts: hosts, GlobalInflight: global})
+		Observer: n.metrics, MaxCalls: n.cfg.Node.MaxInflightFetches, Pacing: n.pauses, Budget: n.raft.UpstreamBudget(), Hosts: hosts, GlobalInflight: global})
 	if err != nil {
 		return err
 	}
@@ -357,7 +357,7 @@ func (n *Node) status() api.ClusterStatus {
 // (store, upstream) import no metrics, so their readers are handed in.
 func (n *Node) registerGauges() {
 	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
-	n.metrics.UpstreamGauges(n.upstream.InFlightCalls, n.upstream.Share)
+	n.metrics.UpstreamGauges(n.upstream)
 	n.metrics.ConnGauges(n.connStats)
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)

@@ -156,11 +156,20 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Response, error) {
 	now := e.cfg.Now()
 	pkey := primaryKey(rt, raw)
-	first, ok := e.cfg.Cache.Get(pkey)
-	if ok && first.Status != 0 && first.Freshness(now) == store.Fresh && Decodable(first.Header, raw.Header["Accept-Encoding"]) {
-		return e.hit(pkey, first, now), nil
+	rec, ok := e.cfg.Cache.Record(pkey)
+	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh && RecordDecodable(rec, raw.Header["Accept-Encoding"]) {
+		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil
 	}
 	r := prepared(rt, raw)
+	if ok && rec.Status() == 0 { // a Vary marker: a fresh variant is served from its record too
+		if key, v, fresh := e.freshVariant(pkey, rec, r, now); fresh {
+			return e.hitRecord(key, v, now, raw.ReadsRecord), nil
+		}
+	}
+	var first *store.Entry
+	if ok {
+		first = rec.Entry()
+	}
 	key, ent := e.follow(pkey, first, ok, r.Header)
 	if ent != nil && !Decodable(ent.Header, r.acceptEncoding) {
 		// An answer in a coding this client cannot read is no answer for

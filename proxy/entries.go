@@ -157,7 +157,12 @@ func markerSince(m *store.Entry) time.Time {
 	if len(v) != 1 {
 		return time.Time{}
 	}
-	n, err := strconv.ParseInt(v[0], 10, 64)
+	return parseSince(v[0])
+}
+
+// parseSince is a since field's one value as an instant (zero: unreadable).
+func parseSince(v string) time.Time {
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		return time.Time{}
 	}

@@ -65,10 +65,17 @@ func dropped(k string, named []string, internal bool) bool {
 func connectionNamed(h http.Header) []string {
 	var named []string
 	for _, v := range h["Connection"] {
-		for f := range strings.SplitSeq(v, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				named = append(named, http.CanonicalHeaderKey(f))
-			}
+		named = appendConnectionNamed(named, v)
+	}
+	return named
+}
+
+// appendConnectionNamed appends the canonical names one Connection value
+// lists.
+func appendConnectionNamed(named []string, v string) []string {
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			named = append(named, http.CanonicalHeaderKey(f))
 		}
 	}
 	return named

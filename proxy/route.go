@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/breaker"
+	"github.com/levee/levee/store"
 	"github.com/levee/levee/upstream"
 )
 
@@ -182,6 +183,11 @@ type Request struct {
 	RawQuery string      // as sent; the cache key canonicalises it
 	Header   http.Header // end-to-end headers only (api stripped hop-by-hop and internal ones)
 	Body     []byte
+	// ReadsRecord says the caller reads a fresh hit's stored header from
+	// Response.Record (api's write copies it into the answer: record.go),
+	// so the engine leaves Response.Header nil on such a hit instead of
+	// decoding the header into a map. Default false: Header is always set.
+	ReadsRecord bool
 
 	// InterimTo, when set, is the client's ResponseWriter: the 1xx answers
 	// of an upstream call made for this request are written to it until
@@ -226,6 +232,10 @@ type Response struct {
 	// for any other answer.
 	Key      string
 	StoredAt time.Time
+	// Record is the cache's record a fresh hit was
+	// served from, read-only (record.go); nil for any other answer. Header
+	// is nil beside it when the request said ReadsRecord.
+	Record *store.Record
 	// Collapsed: the answer is another request's fetch, which this one
 	// waited for instead of calling the upstream itself.
 	Collapsed bool

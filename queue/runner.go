@@ -258,7 +258,9 @@ func (r *Runner) lease(ctx context.Context, j Job, now time.Time) (bool, error) 
 // again with the same Idempotency-Key.
 func (r *Runner) attempt(ctx context.Context, j Job) {
 	defer r.release(j)
-	actx, cancel := context.WithTimeout(upstream.WithAttemptsLeft(ctx, 1), r.cfg.Pace.Visibility*9/10)
+	// A job yields to client reads at a host with a learned limit: it is
+	// deferred rather than wait for the limit (upstream.WithYield).
+	actx, cancel := context.WithTimeout(upstream.WithYield(upstream.WithAttemptsLeft(ctx, 1)), r.cfg.Pace.Visibility*9/10)
 	resp, err := r.cfg.Serve(actx, request(j))
 	cancel()
 	if errors.Is(context.Cause(ctx), ErrAbandoned) {

@@ -179,29 +179,42 @@ func nearable(method string, resp *proxy.Response) bool {
 
 func nearKey(method, rkey string) string { return method + "\x00" + rkey }
 
-func (n *nearCache) get(method, rkey string, h http.Header) (*proxy.Response, bool) {
+// get is the near copy of rkey's answer for a request with header h, if
+// one is fresh. It reads the cache's records as they are: lean (the
+// caller's Request.ReadsRecord) leaves the answer's Header nil beside its
+// Record, which api.Server.write copies into the client's answer.
+func (n *nearCache) get(method, rkey string, h http.Header, lean bool) (*proxy.Response, bool) {
 	k := nearKey(method, rkey)
-	marker, ok := n.c.Get(k)
+	rec, ok := n.c.Record(k)
 	if !ok {
 		return nil, false
 	}
 	// An answer that does not vary is stored under k itself (see put).
-	vk, e := k, marker
-	if marker.Status == 0 {
-		vk = proxy.VaryKey(k, marker.Header.Values("Vary"), h)
-		e, ok = n.c.Get(vk)
+	vk := k
+	if rec.Status() == 0 {
+		var names []string
+		for name, v := range rec.Values() {
+			if name == "Vary" {
+				names = append(names, v)
+			}
+		}
+		vk = proxy.VaryKey(k, names, h)
+		rec, ok = n.c.Record(vk)
 	}
 	now := n.now()
-	if !ok || e.Freshness(now) != store.Fresh || !proxy.Decodable(e.Header, h["Accept-Encoding"]) {
+	if !ok || rec.Freshness(now) != store.Fresh || !proxy.RecordDecodable(rec, h["Accept-Encoding"]) {
 		return nil, false
 	}
 	n.serve(n.slot(vk), now)
-	// The entry's own header map and body, shared read-only as
-	// proxy.Engine.fromEntry shares a cached entry's (see proxy.Response):
-	// api.Server.write copies the map (proxy.CopyCleanHeader) and changes
-	// only its copy, so a near hit copies nothing.
-	return &proxy.Response{Status: e.Status, Header: e.Header, Body: e.Body, Result: proxy.Hit,
-		Age: e.Age(now), Detail: "near-cache", FreshFor: e.FreshUntil.Sub(now)}, true
+	// The record's own body, shared read-only as proxy's hits share it
+	// (see proxy.Response); its header is decoded only for a caller that
+	// does not read the record.
+	resp := &proxy.Response{Status: rec.Status(), Body: rec.Body(), Result: proxy.Hit,
+		Age: rec.Age(now), Detail: "near-cache", FreshFor: rec.FreshUntil().Sub(now), Record: rec}
+	if !lean {
+		resp.Header = rec.Header()
+	}
+	return resp, true
 }
 
 // invalidate removes rkey's answers stored at or before at, every method
@@ -251,8 +264,8 @@ func (n *nearCache) put(method, rkey string, h http.Header, resp *proxy.Response
 	}
 	n.c.Set(k, window(&store.Entry{Header: http.Header{"Vary": names}, StoredAt: now}))
 	// resp.Header is handed over, not cloned: it is read-only
-	// (proxy.Response), and the store keeps a packed copy of every entry
-	// it holds (store/pack.go), so a clone here was a second copy.
+	// (proxy.Response), and the store encodes every entry it holds into a
+	// record of its own (store/record.go), so a clone here was a second copy.
 	vk := proxy.VaryKey(k, names, h)
 	stored := now.Add(-resp.Age)
 	n.c.Set(vk, window(&store.Entry{Status: resp.Status, Header: resp.Header, Body: resp.Body, StoredAt: stored}))

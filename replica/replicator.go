@@ -123,7 +123,7 @@ func (r *Replicator) Placement(key string) []string {
 // Forward implements api.Peers: near cache first, then the owner.
 func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.Request) (*proxy.Response, error) {
 	if r.near != nil {
-		if resp, ok := r.near.get(req.Method, key, req.Header); ok {
+		if resp, ok := r.near.get(req.Method, key, req.Header, req.ReadsRecord); ok {
 			r.obs.NearCacheLookup("hit")
 			return resp, nil
 		}

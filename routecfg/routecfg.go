@@ -209,7 +209,8 @@ func Caps(cfg *config.Config) (hosts map[string]upstream.Limits, globalInflight 
 	resolved := cfg.ResolvedHosts()
 	hosts = make(map[string]upstream.Limits, len(resolved))
 	for key, l := range resolved {
-		hosts[key] = upstream.Limits{Inflight: l.Inflight, Rate: l.Rate, Burst: l.Burst}
+		hosts[key] = upstream.Limits{Inflight: l.Inflight, Rate: l.Rate, Burst: l.Burst,
+			Adaptive: l.Adaptive.Enabled, AdaptiveFloor: l.Adaptive.Floor, Shared: l.Adaptive.Enabled && !l.Adaptive.PerNode}
 	}
 	return hosts, cfg.Upstream.MaxInflight
 }

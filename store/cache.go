@@ -89,7 +89,7 @@ type Stats struct {
 type Cache struct {
 	maxWeight uint64
 	now       func() time.Time
-	otter     *otter.Cache[string, *Entry]
+	otter     *otter.Cache[string, *Record]
 	evictions atomic.Uint64
 	tombs     *tombstones
 	tombTTL   time.Duration
@@ -102,7 +102,7 @@ func New(cfg Config) (*Cache, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Cache{maxWeight: uint64(cfg.MaxBytes), now: cfg.Now, tombs: newTombstones(cfg.MaxTombstones), tombTTL: cfg.TombstoneTTL}
-	opts := &otter.Options[string, *Entry]{
+	opts := &otter.Options[string, *Record]{
 		MaximumWeight:    c.maxWeight,
 		Weigher:          weigh,
 		ExpiryCalculator: otter.ExpiryWritingFunc(c.expireAfterWrite),
@@ -123,10 +123,11 @@ func New(cfg Config) (*Cache, error) {
 	return c, nil
 }
 
-// weigh is the otter Weigher. Entries heavier than MaxUint32 never reach
-// otter (see Set), so the conversion does not truncate.
-func weigh(key string, e *Entry) uint32 {
-	return uint32(entryWeight(key, e))
+// weigh is the otter Weigher: what entryWeight gave the record's entry.
+// Entries heavier than MaxUint32 never reach otter (see Set), so the
+// conversion does not truncate.
+func weigh(key string, r *Record) uint32 {
+	return uint32(recordBytes + allocSize(cap(r.buf)) + allocSize(len(key)) + nodeBytes)
 }
 
 // entryWeight is the heap key and e take in the cache: the entry, the key
@@ -137,12 +138,12 @@ func entryWeight(key string, e *Entry) int64 {
 
 // expireAfterWrite is the otter time-to-live of a new or replaced entry:
 // until it is Dead. Set never stores an entry already Dead.
-func (c *Cache) expireAfterWrite(oe otter.Entry[string, *Entry]) time.Duration {
-	return max(oe.Value.DeadAt().Sub(c.now()), 1)
+func (c *Cache) expireAfterWrite(oe otter.Entry[string, *Record]) time.Duration {
+	return max(oe.Value.deadAt().Sub(c.now()), 1)
 }
 
 // countEviction counts size evictions, the only deletions Stats reports.
-func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Entry]) {
+func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Record]) {
 	if ev.Cause == otter.CauseOverflow {
 		c.evictions.Add(1)
 	}
@@ -151,25 +152,37 @@ func (c *Cache) countEviction(ev otter.DeletionEvent[string, *Entry]) {
 // Get returns the entry stored under key. It may be in any Freshness but
 // Dead is rare: otter hides an entry once past its expiry. An entry a
 // tombstone shadows (stored at or before a write that removed its key or a
-// key above it) is not returned. Callers must not mutate the entry.
+// key above it) is not returned. The entry is decoded from its record (a
+// header map is built): a hit that only writes the answer reads the
+// record itself ([Cache.Record]). Callers must not mutate the entry.
 func (c *Cache) Get(key string) (*Entry, bool) {
-	e, ok := c.otter.GetIfPresent(key)
-	if ok && c.Shadowed(key, e.StoredAt) {
+	r, ok := c.Record(key)
+	if !ok {
+		return nil, false
+	}
+	return r.Entry(), true
+}
+
+// Record is Get without decoding: the record the cache keeps under key,
+// read as it is. It records a read as Get does.
+func (c *Cache) Record(key string) (*Record, bool) {
+	r, ok := c.otter.GetIfPresent(key)
+	if ok && c.shadowed(key, r.storedAt) {
 		// Left in place, not deleted: a newer entry may replace it
 		// concurrently, and it dies at its own DeadAt anyway.
 		return nil, false
 	}
-	return e, ok
+	return r, ok
 }
 
 // Peek is Get without recording a read: eviction keeps judging key by its
 // real hits (housekeeping looks through it).
 func (c *Cache) Peek(key string) (*Entry, bool) {
 	oe, ok := c.otter.GetEntryQuietly(key)
-	if !ok || c.Shadowed(key, oe.Value.StoredAt) {
+	if !ok || c.shadowed(key, oe.Value.storedAt) {
 		return nil, false
 	}
-	return oe.Value, true
+	return oe.Value.Entry(), true
 }
 
 // Set stores e under key, replacing any previous entry. An entry that is
@@ -188,11 +201,11 @@ func (c *Cache) Set(key string, e *Entry) {
 	if c.Shadowed(key, e.StoredAt) {
 		return
 	}
-	c.otter.Set(key, packed(e))
+	c.otter.Set(key, newRecord(e))
 }
 
 func (c *Cache) storable(key string, e *Entry) bool {
-	if e == nil || e.Freshness(c.now()) == Dead {
+	if e == nil || e.Status < 0 || e.Status > maxRecordStatus || e.Freshness(c.now()) == Dead {
 		return false
 	}
 	w := entryWeight(key, e)
@@ -208,25 +221,27 @@ func (c *Cache) storable(key string, e *Entry) bool {
 // header and body: entries stay immutable.
 func (c *Cache) Prolong(key string, stored, until time.Time) bool {
 	held := false
-	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
-		if !old.StoredAt.Equal(stored) || c.Shadowed(key, stored) {
+	at, end := nanos(stored), nanos(until)
+	c.otter.ComputeIfPresent(key, func(old *Record) (*Record, otter.ComputeOp) {
+		if old.storedAt != at || c.Shadowed(key, stored) {
 			return old, otter.CancelOp
 		}
 		held = true
-		if !old.FreshUntil.Before(until) {
+		if old.freshUntil >= end {
 			return old, otter.CancelOp
 		}
-		e := *old
-		e.FreshUntil, e.StaleUntil, e.ErrorUntil = until, later(e.StaleUntil, until), later(e.ErrorUntil, until)
-		return &e, otter.WriteOp
+		r := *old
+		r.freshUntil, r.staleUntil, r.errorUntil = end, max(r.staleUntil, end), max(r.errorUntil, end)
+		return &r, otter.WriteOp
 	})
 	return held
 }
 
 // Drop removes key's entry if it is the one stored at stored.
 func (c *Cache) Drop(key string, stored time.Time) {
-	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
-		if !old.StoredAt.Equal(stored) {
+	at := nanos(stored)
+	c.otter.ComputeIfPresent(key, func(old *Record) (*Record, otter.ComputeOp) {
+		if old.storedAt != at {
 			return old, otter.CancelOp
 		}
 		return old, otter.InvalidateOp
@@ -253,10 +268,10 @@ func (c *Cache) Invalidate(key string, at, until time.Time) time.Time {
 	until = later(until, at.Add(c.tombTTL))
 	old, ok := c.otter.GetIfPresent(key)
 	if ok {
-		until = later(until, old.DeadAt())
+		until = later(until, old.deadAt())
 	}
 	end := c.tombs.lay(key, at, until, c.now())
-	if ok && !old.StoredAt.After(at) {
+	if ok && old.storedAt <= nanos(at) {
 		c.otter.Invalidate(key)
 	}
 	return end
@@ -276,14 +291,19 @@ func (c *Cache) Shadowed(key string, stored time.Time) bool {
 	return c.tombs.held() && c.tombs.shadows(key, stored, c.now())
 }
 
+// shadowed is Shadowed for a record's store time.
+func (c *Cache) shadowed(key string, stored int64) bool {
+	return c.tombs.held() && c.tombs.shadows(key, fromNanos(stored), c.now())
+}
+
 // All yields every entry that is not Dead, with its key, in no particular
 // order (a weakly consistent view under concurrent writes). Callers must
 // not mutate the entries.
 func (c *Cache) All() iter.Seq2[string, *Entry] {
 	return func(yield func(string, *Entry) bool) {
 		now := c.now()
-		for k, e := range c.otter.All() {
-			if e.Freshness(now) != Dead && !c.tombs.shadows(k, e.StoredAt, now) && !yield(k, e) {
+		for k, r := range c.otter.All() {
+			if r.Freshness(now) != Dead && !c.tombs.shadows(k, r.StoredAt(), now) && !yield(k, r.Entry()) {
 				return
 			}
 		}

@@ -7,8 +7,12 @@
 //     (fresh, stale, stale-if-error) and the arithmetic on them:
 //     [Entry.Freshness], [Entry.Age], [Entry.Renewed] for a 304.
 //   - [Cache], a byte-weighted cache of entries (otter underneath). It keeps
-//     a packed copy of each entry (pack.go), which weighs what it takes on
-//     the heap: [Entry.Size], its key and otter's node (weight.go). Past
+//     each entry as a [Record] (record.go): a small fixed index record and
+//     one immutable, pointer-free buffer holding the pre-encoded header and
+//     the body, which weighs what it takes on the heap: [Entry.Size], its
+//     key and otter's node (weight.go). [Cache.Get] decodes a record into
+//     an Entry; [Cache.Record] hands a fresh hit the record itself, whose
+//     header is copied into the answer without a map in between. Past
 //     [Config.MaxBytes] the least valuable entries are evicted, and an
 //     entry is dropped on its own once it is Dead (past all of its windows).
 //   - Tombstones: [Cache.Invalidate] is a write's removal of a URL. It

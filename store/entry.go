@@ -111,13 +111,12 @@ func (e *Entry) Age(now time.Time) time.Duration {
 	return max(now.Sub(e.StoredAt), 0)
 }
 
-// Size is the heap e takes as the cache keeps it (packed, see pack.go): the
-// struct, the header map with its values, and the body, each at the size
-// its allocation takes (weight.go). With its key and otter's node it is
-// the entry's weight in [Cache]. It does not depend on how e itself is
-// laid out, so an entry weighs the same before and after it is stored.
+// Size is the heap e takes as the cache keeps it (a Record, record.go):
+// the record and its buffer, each at the size its allocation takes
+// (weight.go). With its key and otter's node it is the entry's weight in
+// [Cache].
 func (e *Entry) Size() int64 {
-	return entryBytes + headerBytes(e.Header) + allocSize(len(e.Body))
+	return recordBytes + allocSize(recordLen(e))
 }
 
 // Renewed returns the copy of e that a 304 Not Modified produces: same

@@ -217,29 +217,29 @@ func assertHeader(t *testing.T, got, want http.Header) {
 	}
 }
 
-func TestSize(t *testing.T) {
-	base := &Entry{Status: 200}
+func TestSizeIsTheRecordAndItsBufferAsAllocated(t *testing.T) {
 	hdr := http.Header{"X-Long": {string(make([]byte, 500))}}
 	tests := []struct {
 		name string
 		e    *Entry
-		want int64 // over base
+		buf  int64 // the buffer's allocation: a 2-byte empty header block, then the body
 	}{
+		{"empty", &Entry{Status: 200}, 16},
 		{"body in its size class", &Entry{Status: 200, Body: make([]byte, 100)}, 112},
 		{"1 KiB and one byte", &Entry{Status: 200, Body: make([]byte, 1025)}, 1152},
 		{"spare capacity is not counted", &Entry{Status: 200, Body: make([]byte, 1025, 4096)}, 1152},
 		{"large body in pages", &Entry{Status: 200, Body: make([]byte, 40_000)}, 40_960},
-		{"one header value", &Entry{Status: 200, Header: hdr}, mapBytes(1) + 16 + 512},
+		{"one header value", &Entry{Status: 200, Header: hdr}, 512}, // 2 counts, name, count, 2-byte length, value
 	}
-	if base.Size() != entryBytes || entryBytes < 136 {
-		t.Errorf("empty entry Size = %d, want the struct, %d", base.Size(), entryBytes)
+	if recordBytes != 64 {
+		t.Errorf("recordBytes = %d, want 64", recordBytes)
 	}
 	for _, tt := range tests {
-		if got := tt.e.Size() - base.Size(); got != tt.want {
-			t.Errorf("%s: adds %d, want %d", tt.name, got, tt.want)
+		if got := tt.e.Size(); got != recordBytes+tt.buf {
+			t.Errorf("%s: Size %d, want %d", tt.name, got, recordBytes+tt.buf)
 		}
-		if p := packed(tt.e); p.Size() != tt.e.Size() {
-			t.Errorf("%s: packed Size %d, unpacked %d", tt.name, p.Size(), tt.e.Size())
+		if r := newRecord(tt.e); allocSize(cap(r.buf)) != tt.buf {
+			t.Errorf("%s: record buffer of %d bytes, Size counts %d", tt.name, cap(r.buf), tt.buf)
 		}
 	}
 }

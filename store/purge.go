@@ -32,10 +32,10 @@ func (c *Cache) Purge(keys []string, at, until time.Time, removed func(*Entry)) 
 		if !underAny(k, keys) {
 			continue
 		}
-		if e, ok := c.removeUpTo(k, at); ok {
-			last = later(last, e.DeadAt())
+		if r, ok := c.removeUpTo(k, at); ok {
+			last = later(last, r.deadAt())
 			if removed != nil {
-				removed(e)
+				removed(r.Entry())
 			}
 		}
 	}
@@ -50,10 +50,11 @@ func (c *Cache) Purge(keys []string, at, until time.Time, removed func(*Entry)) 
 // removeUpTo removes key's entry if it was stored at or before at, and
 // returns it. The check and the removal are one step under otter's bucket
 // lock: a newer entry stored meanwhile is never removed.
-func (c *Cache) removeUpTo(key string, at time.Time) (*Entry, bool) {
-	var gone *Entry
-	c.otter.ComputeIfPresent(key, func(old *Entry) (*Entry, otter.ComputeOp) {
-		if old.StoredAt.After(at) {
+func (c *Cache) removeUpTo(key string, at time.Time) (*Record, bool) {
+	var gone *Record
+	limit := nanos(at)
+	c.otter.ComputeIfPresent(key, func(old *Record) (*Record, otter.ComputeOp) {
+		if old.storedAt > limit {
 			return old, otter.CancelOp
 		}
 		gone = old

@@ -79,6 +79,10 @@ func (k *call) run() (*Response, error) {
 		}
 		wait, reason, retryAfter := k.nextWait(res, reason)
 		if time.Now().Add(wait).After(k.deadline) {
+			if k.queueCostRetry(wait) {
+				return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, RetryAfter: wait, Sent: k.attempts,
+					Err: fmt.Errorf("attempt %d: the wait for a learned limit left no budget for the retry in %v", n, wait)}
+			}
 			return k.finish(last, fmt.Errorf("%w: %d attempts, next wait %v", ErrBudget, n, wait), n)
 		}
 		k.report(n, res, err, reason, wait, retryAfter)
@@ -125,11 +129,13 @@ func (k *call) finish(res *Response, err error, n int) (*Response, error) {
 // attempt sends the request once under the caps.
 func (k *call) attempt() (*Response, error) {
 	queued := time.Now()
+	k.askLease()
 	if err := k.admitUnpaused(); err != nil {
 		return nil, k.stampSent(err)
 	}
 	defer k.c.release(k.hl)
 	k.sent(time.Since(queued))
+	k.learnBegin()
 	k.c.obs.InFlight(k.hostKey, 1)
 	defer k.c.obs.InFlight(k.hostKey, -1)
 
@@ -142,6 +148,7 @@ func (k *call) attempt() (*Response, error) {
 	if res != nil {
 		status = res.Status
 	}
+	k.learnEnd(status, time.Since(t0))
 	k.c.obs.Attempt(k.req.Route, k.hostKey, status, err, time.Since(t0))
 	k.notePause(res)
 	if res != nil {

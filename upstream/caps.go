@@ -16,11 +16,16 @@ type hostLimiter struct {
 	total    Limits // cluster-wide, defaults filled
 	inflight *slots
 	tokens   *rate.Limiter
+	learn    atomic.Pointer[learner] // nil unless total.Adaptive (see adaptive.go)
 }
 
 func newHostLimiter(total Limits, share int) *hostLimiter {
 	l := total.PerNode(share)
-	return &hostLimiter{total: total, inflight: newSlots(l.Inflight), tokens: rate.NewLimiter(rate.Limit(l.Rate), l.Burst)}
+	h := &hostLimiter{total: total, inflight: newSlots(l.Inflight), tokens: rate.NewLimiter(rate.Limit(l.Rate), l.Burst)}
+	if total.Adaptive {
+		h.learn.Store(newLearner(total, share))
+	}
+	return h
 }
 
 // The caps, as LimitedError.Cap and Observer.Limited name them.
@@ -52,7 +57,9 @@ type LimitedError struct {
 	// Host is the host's key (hostkey.Of), as in the caps' metrics.
 	Host string
 	// Cap names the cap that refused: "host slot", "host token",
-	// "global slot", "queue" or "node fetches" (Config.MaxCalls).
+	// "host limit" (a host's learned limit, for a call that does not wait
+	// for it: see WithYield and Request.Fallback), "global slot",
+	// "host paused", "queue" or "node fetches" (Config.MaxCalls).
 	Cap string
 	// RetryAfter is when asking again may get through: for the token
 	// bucket, how far past the budget the token would have come; 0 when

@@ -147,6 +147,7 @@ type Client struct {
 	global    *slots  // Config.GlobalInflight, this node's share of it
 	calls     callCap // Config.MaxCalls
 	pacing    Pacing  // Config.Pacing; nil: none
+	budget    Budget  // Config.Budget; nil: none
 
 	globalTotal int               // Config.GlobalInflight, cluster-wide
 	table       map[string]Limits // Config.Hosts by hostkey.Of, defaults filled; fixed by New
@@ -177,6 +178,7 @@ func New(cfg Config) (*Client, error) {
 		global:    newSlots(cfg.GlobalInflight),
 		calls:     callCap{max: int64(cfg.MaxCalls)},
 		pacing:    cfg.Pacing,
+		budget:    cfg.Budget,
 
 		globalTotal: cfg.GlobalInflight,
 		table:       hostTable(cfg.Hosts),

@@ -124,6 +124,18 @@ type Limits struct {
 	Rate float64
 	// Burst is the bucket's size in attempts. Default 100.
 	Burst int
+	// Adaptive makes Inflight and Rate ceilings: the node learns the
+	// host's limits from its answers under them (see adaptive.go).
+	// Default false: the caps are applied as they are.
+	Adaptive bool
+	// AdaptiveFloor is the lowest a learned rate goes, in attempts a
+	// second for the whole cluster (each node its share). Default 0:
+	// adaptive.DefaultFloor, at most Rate.
+	AdaptiveFloor float64
+	// Shared makes an adaptive host's limit one budget for the cluster
+	// (Config.Budget), of which this node holds a lease. Default false:
+	// the node learns under its share of the caps alone.
+	Shared bool
 }
 
 // DefaultLimits returns the default per-host caps.
@@ -145,10 +157,15 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Validate reports negative or NaN caps. Zero fields are valid defaults.
+// Validate reports negative or NaN caps, and an adaptive host whose rate
+// is infinite (no ceiling to learn under) or whose floor is above it.
+// Zero fields are valid defaults.
 func (l Limits) Validate() error {
-	if l.Inflight < 0 || l.Burst < 0 || l.Rate < 0 || math.IsNaN(l.Rate) {
+	if l.Inflight < 0 || l.Burst < 0 || l.Rate < 0 || math.IsNaN(l.Rate) || l.AdaptiveFloor < 0 || math.IsNaN(l.AdaptiveFloor) {
 		return fmt.Errorf("upstream: limits must not be negative: %+v", l)
+	}
+	if d := l.withDefaults(); l.Adaptive && (math.IsInf(d.Rate, 1) || l.AdaptiveFloor > d.Rate) {
+		return fmt.Errorf("upstream: an adaptive host needs a finite rate at or above its floor: %+v", l)
 	}
 	return nil
 }
@@ -196,6 +213,11 @@ type Config struct {
 	// it answered) and hears every Retry-After of a 429 or 503. Default
 	// nil: a Retry-After delays only the call that got it.
 	Pacing Pacing
+	// Budget is the cluster's budget for the adaptive hosts whose
+	// Limits.Shared is set: it hears their attempts and gives this node
+	// its lease, the ceiling of its learned limits (see budget.go).
+	// Default nil: each node learns under its share of the caps alone.
+	Budget Budget
 }
 
 // DefaultConfig returns the default client settings.

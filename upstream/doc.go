@@ -35,6 +35,16 @@
 // is reported (Observer.SlotWait, TokenWait) and every refusal by its cap
 // (Observer.Limited), so whether a cap binds shows before it refuses.
 //
+// A host whose Limits.Adaptive is set learns its limits from its answers
+// (package adaptive) under those caps, its ceilings: a 429 or 503 cuts
+// them, and they climb back while they bind. A call the learned limit
+// holds back waits for it within its budget, unless it has a stale copy
+// to serve (Request.Fallback) or is a queued job (WithYield): those are
+// refused at once, Cap "host limit" (see adaptive.go). HostLimits reports
+// the limits in force and the levels learned. A host with Limits.Shared
+// learns its rate as one budget for the cluster (Config.Budget, see
+// budget.go): this node's rate is its lease of it.
+//
 // The package knows nothing of caching or circuit breaking: the caller puts
 // validators (If-None-Match, …) in Request.Header and wraps Do in a breaker,
 // which then counts logical calls, after retries. Request.Trace tells that

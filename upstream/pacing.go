@@ -58,7 +58,11 @@ func (k *call) admitUnpaused() error {
 		if err := k.holdForPause(); err != nil {
 			return err
 		}
-		if err := k.c.admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
+		admit := k.c.admit
+		if !k.waitsForLimit() {
+			admit = k.c.admitNow
+		}
+		if err := admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
 			return err
 		}
 		if k.pausedUntil().IsZero() {

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"log/slog"
 
 	"golang.org/x/time/rate"
 
@@ -49,8 +50,8 @@ func (c *Client) SetShare(n int) {
 	}
 	c.share = n
 	c.global.resize(perNode(c.globalTotal, n))
-	for _, h := range c.hosts {
-		h.setShare(n)
+	for key, h := range c.hosts {
+		h.setShare(n, key, c.log)
 	}
 	c.log.Info("upstream caps shared among live members", "members", n, "global_inflight", perNode(c.globalTotal, n))
 }
@@ -80,11 +81,31 @@ func (c *Client) NodeLimits(host string) Limits {
 // setShare applies the share of n members to the host's caps. The bucket
 // keeps its tokens (rate.Limiter.SetLimit and SetBurst account up to now
 // first); a smaller burst trims them at the next take.
-func (h *hostLimiter) setShare(n int) {
+// A host with a learned limit keeps it, clamped to the new share's
+// bounds, instead (learner.rebound).
+func (h *hostLimiter) setShare(n int, host string, log *slog.Logger) {
+	if a := h.learn.Load(); a != nil {
+		a.rebound(h.total, n)
+		a.apply(h, host, log, true)
+		return
+	}
 	l := h.total.PerNode(n)
 	h.inflight.resize(l.Inflight)
 	h.tokens.SetLimit(rate.Limit(l.Rate))
 	h.tokens.SetBurst(l.Burst)
+}
+
+// setTotal gives the host new cluster-wide caps (a reload): a host that
+// becomes adaptive starts learning at its ceilings, one that stops drops
+// what it learned.
+func (h *hostLimiter) setTotal(total Limits, share int) {
+	h.total = total
+	switch a := h.learn.Load(); {
+	case total.Adaptive && a == nil:
+		h.learn.Store(newLearner(total, share))
+	case !total.Adaptive && a != nil:
+		h.learn.Store(nil)
+	}
 }
 
 // hostTable keys Config.Hosts by hostkey.Of, defaults filled; Validate has
@@ -145,8 +166,8 @@ func (c *Client) SetHosts(hosts map[string]Limits, globalInflight int) error {
 		if !ok {
 			total = DefaultLimits()
 		}
-		h.total = total
-		h.setShare(c.share)
+		h.setTotal(total, c.share)
+		h.setShare(c.share, key, c.log)
 	}
 	c.log.Info("upstream caps reloaded", "hosts", len(table), "global_inflight", globalInflight)
 	return nil

@@ -48,6 +48,17 @@ func (s *slots) acquire(ctx context.Context) error {
 	}
 }
 
+// tryAcquire takes a slot if one is free and nobody waits for one.
+func (s *slots) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held < s.size && s.waiters.Len() == 0 {
+		s.held++
+		return true
+	}
+	return false
+}
+
 // giveUp withdraws a waiter whose ctx ended. The slot may have been
 // granted in the meantime: then it goes to the next waiter.
 func (s *slots) giveUp(e *list.Element, ready chan struct{}) {

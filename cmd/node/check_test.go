@@ -73,7 +73,7 @@ func TestCheck(t *testing.T) {
 					t.Fatalf("overrides not applied or not masked: http %q, token %q", cfg.Node.HTTP, cfg.Cluster.AdminToken)
 				}
 			}},
-		{name: "invalid", yaml: strings.Replace(validYAML, "fresh: 15s", "fresh: 0s", 1), wantCode: 2, wantErr: "routes[0].cache.fresh"},
+		{name: "invalid", yaml: strings.Replace(validYAML, "fresh: 15s", "fresh: -1s", 1), wantCode: 2, wantErr: "routes[0].cache.fresh"},
 		{name: "unknown key", yaml: strings.Replace(validYAML, "  http:", "  htp:", 1), wantCode: 2, wantErr: "node.htp"},
 		{name: "queue: always on a single node, no raft, no secret", yaml: strings.Replace(validYAML, "    cache:", "    queue: always\n    cache:", 1),
 			check: func(t *testing.T, cfg *config.Config, _ string) {

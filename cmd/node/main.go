@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/memlimit"
 	"github.com/levee/levee/node"
 )
 
@@ -163,12 +164,21 @@ func loadConfigWith(fs *flag.FlagSet, args []string, getenv func(string) string,
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	env := config.EnvOverride(getenv)
-	return config.LoadOverridden(*path, func(key string) (string, string, bool) {
+	return config.LoadOverriddenIn(*path, func(key string) (string, string, bool) {
 		if set[key] {
 			return *overrides[key], "-" + key, true
 		}
 		return env(key)
-	})
+	}, containerLimit())
+}
+
+// containerLimit is the memory limit of the container the node runs in
+// (memlimit.Cgroup), 0 for none: the memory limit and a cache.max_bytes
+// left at its default follow it (config.FitMemory). A reload reads it
+// again, and finds the same.
+func containerLimit() int64 {
+	limit, _ := memlimit.Cgroup(os.DirFS("/"))
+	return limit
 }
 
 // envName turns node.http into LEVEE_NODE_HTTP.

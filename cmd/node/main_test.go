@@ -59,7 +59,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"unknown key", strings.Replace(validYAML, "  http:", "  htp:", 1), "node.htp"},
 		{"bad duration", strings.Replace(validYAML, "fresh: 15s", "fresh: 15", 1), "routes[0].cache.fresh"},
 		{"bad duration unit", strings.Replace(validYAML, "fresh: 15s", "fresh: 15 seconds", 1), "routes[0].cache.fresh"},
-		{"fresh zero", strings.Replace(validYAML, "fresh: 15s", "fresh: 0s", 1), "routes[0].cache.fresh"},
+		{"fresh negative", strings.Replace(validYAML, "fresh: 15s", "fresh: -1s", 1), "routes[0].cache.fresh"},
 		// A bound the breaker enforces: the node started and answered
 		// every request on the route 500 before config checked it.
 		{"breaker failures past the breaker's bound", strings.Replace(validYAML, "    cache:\n", "    breaker: {failures: 2000}\n    cache:\n", 1),

@@ -1,0 +1,230 @@
+package budget
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/levee/levee/adaptive"
+)
+
+// The budget's timings, fixed: every node must apply the same.
+const (
+	// ReportEvery is how often a node reports a host's counts.
+	ReportEvery = time.Second
+	// LeaseTTL is how long a lease runs past its node's last report.
+	LeaseTTL = 3 * time.Second
+	// ForgetAfter is how long a silent node's safe share is kept aside.
+	ForgetAfter = time.Minute
+	// window is the shortest time between two cuts of a host's limit.
+	window = time.Second
+	// beta is the cut on loss, shallower than a node's 0.7: the level
+	// it cuts from is measured (what the host took, the cluster's rate
+	// less its losses), not the limit in force, so it is the quota
+	// itself; climb is the time back to it (adaptive's K).
+	beta  = 0.8
+	climb = 10 * time.Second
+	// evenPart of a host's limit is split evenly among the nodes holding
+	// leases, the rest in proportion to their demand: a node whose
+	// clients are quiet now still has room for the next request.
+	evenPart = 0.1
+)
+
+// Bounds of a Table, so that neither a provider nor a corrupt log grows
+// it without end: reports past them are dropped.
+const (
+	maxHosts = 4096
+	maxNodes = maxMembers
+)
+
+// Table is each host's learned limit and its nodes' leases. Apply is
+// deterministic: it reads only the report and the prior state, and sums
+// over nodes in name order, so every node's Table ends equal.
+type Table struct {
+	mu    sync.RWMutex
+	hosts map[string]*host
+}
+
+// host is one host's budget.
+type host struct {
+	Limit   float64          `msgpack:"limit"`   // attempts a second, the whole cluster
+	LossAt  float64          `msgpack:"loss"`    // the cluster's rate at the last loss; 0 before any
+	Epoch   int64            `msgpack:"epoch"`   // when the climb began, moved on while it did not bind
+	LastCut int64            `msgpack:"cut"`     // one cut a window
+	LastAt  int64            `msgpack:"last"`    // the last report applied
+	Floor   float64          `msgpack:"floor"`   // from the last report
+	Members int              `msgpack:"members"` // likewise
+	Nodes   map[string]*node `msgpack:"-"`       // in snapshots as a list in name order
+}
+
+// node is one node's last report and its lease.
+type node struct {
+	Name  string  `msgpack:"name"`  // in snapshots only
+	At    int64   `msgpack:"at"`    // its last report
+	Sent  float64 `msgpack:"sent"`  // attempts a second it sent then
+	Lost  float64 `msgpack:"lost"`  // of which answered 429 or 503
+	Want  float64 `msgpack:"want"`  // and wanted
+	Lease float64 `msgpack:"lease"` // attempts a second it may send
+}
+
+// NewTable returns an empty Table: no host budgeted.
+func NewTable() *Table { return &Table{hosts: map[string]*host{}} }
+
+// Apply applies one report: the host's limit learns from it, then the
+// leases are split anew.
+func (t *Table) Apply(r Report) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.hosts[r.Host]
+	if !ok {
+		if len(t.hosts) >= maxHosts {
+			return
+		}
+		h = &host{Limit: r.Ceiling, Nodes: map[string]*node{}}
+		t.hosts[r.Host] = h
+	}
+	if _, known := h.Nodes[r.Node]; !known && len(h.Nodes) >= maxNodes {
+		return
+	}
+	h.Nodes[r.Node] = &node{At: r.At, Sent: r.rate(r.Sent), Lost: r.rate(r.Lost), Want: r.rate(r.Wanted)}
+	h.Floor, h.Members = r.Floor, int(r.Members)
+	h.forget(r.At)
+	h.learn(r)
+	h.split(r.At)
+}
+
+// forget drops the nodes silent for ForgetAfter.
+func (h *host) forget(now int64) {
+	maps.DeleteFunc(h.Nodes, func(_ string, n *node) bool { return now-n.At > int64(ForgetAfter) })
+}
+
+// learn moves the limit: a cut on loss to beta of what the host took (the
+// cluster's rate in use less its losses), else a climb while it binds.
+func (h *host) learn(r Report) {
+	inUse, lost := h.rate(r.At)
+	switch {
+	case r.Lost > 0 && r.At-h.LastCut >= int64(window):
+		level := inUse - lost
+		if level <= 0 || level > h.Limit {
+			level = h.Limit
+		}
+		// The loss point (CUBIC's W_max, RFC 9438 §4.6) is half way
+		// between what the host took and the limit the loss came at: the
+		// quota lies between them, and the nodes' counts of what it took
+		// run low (a period's answers land in the next; make bench-budget
+		// sat at 80 % of the quota on them alone). No fast convergence
+		// (§4.7): it leaves room to competing flows; the cluster is one.
+		h.LossAt = max((h.Limit+level)/2, level)
+		h.Limit, h.Epoch, h.LastCut = level*beta, r.At, r.At
+	case r.Lost > 0:
+		// The same overshoot, answered to another node: already cut, but
+		// its report completes the level the loss came at (the first
+		// report of a window sees only its own node's part).
+		if level := inUse - lost; level*beta > h.Limit {
+			h.Limit = level * beta
+		}
+	case h.LossAt == 0:
+		h.Limit = r.Ceiling // never cut: the ceiling, as configured now
+	case 2*inUse >= h.Limit:
+		h.Limit = max(h.Limit, adaptive.Curve(h.LossAt, beta, climb, time.Duration(r.At-h.Epoch)))
+	default:
+		h.Epoch += max(r.At-h.LastAt, 0) // not binding: the curve waits
+	}
+	h.Limit = min(max(h.Limit, r.Floor), r.Ceiling)
+	h.LastAt = max(h.LastAt, r.At)
+}
+
+// rate is the cluster's rate in use, and of it the rate lost: what the
+// nodes with a live lease sent, by their last reports.
+func (h *host) rate(now int64) (sent, lost float64) {
+	for _, name := range slices.Sorted(maps.Keys(h.Nodes)) {
+		if n := h.Nodes[name]; live(n, now) {
+			sent, lost = sent+n.Sent, lost+n.Lost
+		}
+	}
+	return sent, lost
+}
+
+func live(n *node, now int64) bool { return now-n.At <= int64(LeaseTTL) }
+
+// safeShare is what a node whose lease ended may send: the floor divided
+// among the members, however many the reports name or the table holds.
+func (h *host) safeShare() float64 {
+	return h.Floor / float64(max(h.Members, len(h.Nodes), 1))
+}
+
+// split gives each node with a live lease its part of the limit, less a
+// safe share kept aside for each silent one: evenPart evenly, the rest in
+// proportion to what each wanted.
+func (h *host) split(now int64) {
+	names := slices.Sorted(maps.Keys(h.Nodes))
+	var liveN int
+	var want float64
+	for _, name := range names {
+		if n := h.Nodes[name]; live(n, now) {
+			liveN++
+			want += n.Want
+		} else {
+			n.Lease = 0
+		}
+	}
+	avail := max(h.Limit-float64(len(names)-liveN)*h.safeShare(), 0)
+	for _, name := range names {
+		n := h.Nodes[name]
+		if !live(n, now) {
+			continue
+		}
+		even := avail / float64(liveN)
+		if want > 0 {
+			n.Lease = evenPart*even + (1-evenPart)*avail*n.Want/want
+		} else {
+			n.Lease = even
+		}
+	}
+}
+
+// Lease is the rate, in attempts a second, node may send to host at now:
+// its lease while it runs (LeaseTTL past its last report as the Table has
+// it), else the safe share; ok is false when the Table has no budget for
+// the host at all (no report applied yet): the caller keeps its own caps.
+// live says whether the lease is running.
+func (t *Table) Lease(hostKey, nodeName string, now time.Time) (rate float64, running, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	h, ok := t.hosts[hostKey]
+	if !ok {
+		return 0, false, false
+	}
+	if n, has := h.Nodes[nodeName]; has && live(n, now.UnixNano()) {
+		return n.Lease, true, true
+	}
+	return h.safeShare(), false, true
+}
+
+// Limit is the host's learned cluster-wide limit and the rate its last
+// loss came at (0 before any); ok is false for a host with no budget.
+func (t *Table) Limit(hostKey string) (limit, lossAt float64, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if h, ok := t.hosts[hostKey]; ok {
+		return h.Limit, h.LossAt, true
+	}
+	return 0, 0, false
+}
+
+// Leases is every live lease of host at now, by node, for checks and
+// status.
+func (t *Table) Leases(hostKey string, now time.Time) map[string]float64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := map[string]float64{}
+	if h, ok := t.hosts[hostKey]; ok {
+		for name, n := range h.Nodes {
+			if live(n, now.UnixNano()) {
+				out[name] = n.Lease
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/levee/levee/config"
+	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/upstream/hostkey"
+)
+
+// quotaUpstream answers 200, or 429 while throttled (no Retry-After, so
+// no pause), and counts calls.
+type quotaUpstream struct {
+	throttled atomic.Bool
+	calls     atomic.Int64
+}
+
+func (u *quotaUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.calls.Add(1)
+	if u.throttled.Load() {
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"item":%q}`, r.URL.Path)
+}
+
+// hostLimit reads levee_host_limit{host, kind} from a node's /metrics.
+func hostLimit(t *testing.T, n *Node, host, kind string) (float64, bool) {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^levee_host_limit\{host="` + regexp.QuoteMeta(host) + `",kind="` + kind + `"\} (\S+)$`)
+	m := re.FindStringSubmatch(scrapeNode(t, n))
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return v, err == nil
+}
+
+// TestAdaptiveHostLimitIsCutBy429sAndServesStaleWhenItHoldsBack: through
+// HTTP, a host with adaptive on starts at its caps; 429s cut its learned
+// rate to the floor (levee_host_limit shows it); then a request the limit
+// holds back, whose key has a copy within stale_if_error, is answered
+// that copy at once without reaching the upstream, and none of it trips
+// the breaker.
+func TestAdaptiveHostLimitIsCutBy429sAndServesStaleWhenItHoldsBack(t *testing.T) {
+	t.Parallel()
+	u := &quotaUpstream{}
+	srv := httptest.NewServer(u)
+	t.Cleanup(srv.Close)
+	c := newTestCluster(t, 1, func(_ int, cfg *config.Config) {
+		r := &cfg.Routes[0]
+		r.Upstream = srv.URL + "/api"
+		r.Retry.MaxAttempts = 1
+		r.Cache.Fresh, r.Cache.Stale = config.Duration(time.Second), 0
+		r.Breaker.Failures = 1000 // the 429s are the upstream's; this test is about the limit
+		cfg.Hosts = map[string]config.HostLimits{srv.URL: {Inflight: 8, Rate: 4, Burst: 4,
+			Adaptive: config.HostAdaptive{Enabled: true, Floor: 1}}}
+	})
+	su, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, host := c.nodes[0], hostkey.Of(su)
+
+	for _, key := range []string{"a", "b"} {
+		if a := c.get(0, "/comments/"+key); a.status != http.StatusOK {
+			t.Fatalf("priming %s: status %d", key, a.status)
+		}
+	}
+	if v, ok := hostLimit(t, n, host, "rate"); !ok || v != 4 {
+		t.Fatalf("levee_host_limit rate = %v (found %v) before any 429, want the cap 4", v, ok)
+	}
+	u.throttled.Store(true)
+	c.waitFor(20*time.Second, "the learned rate to fall to its floor", func() bool {
+		c.get(0, "/comments/miss-"+strconv.FormatInt(time.Now().UnixNano(), 10))
+		v, _ := hostLimit(t, n, host, "rate")
+		return v == 1
+	})
+	u.throttled.Store(false)
+	// Not a wait for an event: a and b must pass their fresh second (the
+	// node's cache clock is the wall clock) to be stale-if-error copies.
+	time.Sleep(1100 * time.Millisecond)
+	before := u.calls.Load()
+	first, second := c.get(0, "/comments/a"), c.get(0, "/comments/b")
+	got := u.calls.Load() - before
+	t.Logf("a: %d %s, b: %d %s; %d upstream calls", first.status, first.header.Get("X-Cache"), second.status, second.header.Get("X-Cache"), got)
+	// The bucket holds one token at the floor's burst: one of the two
+	// reaches the upstream, the other is held back and served stale.
+	stale := 0
+	for _, a := range []answer{first, second} {
+		if a.status != http.StatusOK {
+			t.Fatalf("status %d, want every request answered 200 (fresh or stale)", a.status)
+		}
+		if a.header.Get("X-Cache") == "STALE" {
+			stale++
+		}
+	}
+	if stale == 0 || got > 1 {
+		t.Fatalf("%d stale answers, %d upstream calls: want the request the limit held back answered its stale copy", stale, got)
+	}
+	if got := metrics.Counter(n.Metrics().LimitedCalls, "comments", host, "host limit"); got != 1 {
+		t.Fatalf("levee_upstream_limited_total{cap=\"host limit\"} = %v, want the one refusal", got)
+	}
+	if body := scrapeNode(t, n); regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} [12]$`).MatchString(body) {
+		t.Fatalf("the breaker of comments left closed: a refusal by the learned limit is no breaker failure")
+	}
+}
