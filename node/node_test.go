@@ -360,7 +360,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		name, key string
 		edit      func(*config.Config)
 	}{
-		{"fresh 0", "routes[0].cache.fresh", func(c *config.Config) { c.Routes[0].Cache.Fresh = 0 }},
+		{"fresh negative", "routes[0].cache.fresh", func(c *config.Config) { c.Routes[0].Cache.Fresh = -1 }},
 		{"non-http upstream", "routes[0].upstream", func(c *config.Config) { c.Routes[0].Upstream = "ftp://x/" }},
 		{"no routes", "routes", func(c *config.Config) { c.Routes = nil }},
 	}

@@ -99,7 +99,7 @@ func TestAReloadThatNeedsARestartIsRefusedWhole(t *testing.T) {
 	}{
 		{"node address", func(c *config.Config) { c.Node.HTTP = "127.0.0.1:1" }, "node.http"},
 		{"route upstream", func(c *config.Config) { c.Routes[0].Upstream = "http://elsewhere.example/" }, "routes[0].upstream"},
-		{"invalid", func(c *config.Config) { c.Routes[0].Cache.Fresh = 0 }, "fresh"},
+		{"invalid", func(c *config.Config) { c.Routes[0].Cache.Fresh = -1 }, "fresh"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rh.edit(func(c *config.Config) {
