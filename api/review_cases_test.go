@@ -38,3 +38,17 @@ func TestEmptyTargetedFieldLeavesCacheControlInCharge(t *testing.T) {
 		}},
 	})
 }
+
+func TestInterimAnswersCarryNoInternalOrConnectionFields(t *testing.T) {
+	// The final answer never carries X-Levee-* fields from the upstream
+	// (nor the fields its Connection names): an upstream must not speak
+	// Levee's own vocabulary to clients. Its 1xx answers passed them on.
+	hints := []string{"103", "Link", "</a.css>; rel=preload", "X-Levee-Owner", "evil", "X-Levee-Node", "evil",
+		"Connection", "X-Hop", "X-Hop", "1"}
+	runConformance(t, []conformanceCase{
+		{name: "a 103's internal and Connection-named fields are dropped", steps: []step{
+			{interim: [][]string{hints}, resp: []string{"Cache-Control", "max-age=100000"}, want: notCached,
+				wantInterim: []string{"103 Link: </a.css>; rel=preload"}},
+		}},
+	})
+}
