@@ -52,3 +52,17 @@ func TestInterimAnswersCarryNoInternalOrConnectionFields(t *testing.T) {
 		}},
 	})
 }
+
+func TestIfNoneMatchStarHoldsAnyStoredAnswer(t *testing.T) {
+	// RFC 9110 §13.1.2: "If-None-Match: *" is false when the target has a
+	// current representation, ETag or not: a GET gets 304. An answer
+	// without ETag got the whole 200.
+	runConformance(t, []conformanceCase{
+		{name: "If-None-Match: * on a stored answer without ETag: 304", steps: []step{
+			freshAnswer(), {req: []string{"If-None-Match", "*"}, want: cached, wantStatus: http.StatusNotModified, wantBody: text("")}}},
+		{name: "If-None-Match: * on a stored answer with an ETag: 304", steps: []step{
+			freshAnswer("ETag", `"a"`), {req: []string{"If-None-Match", "*"}, want: cached, wantStatus: http.StatusNotModified}}},
+		{name: "an empty If-None-Match element matches no answer without ETag", steps: []step{
+			freshAnswer(), {req: []string{"If-None-Match", `"a", `}, want: cached, wantStatus: http.StatusOK}}},
+	})
+}
