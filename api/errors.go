@@ -174,7 +174,7 @@ func clusterProblem(err error) problemKind {
 		return echoed(http.StatusConflict, "conflict", "the command contradicts the cluster's state")
 	case errors.Is(err, ErrQueueFull):
 		return fixed(http.StatusServiceUnavailable, "queue full",
-			"the job queue holds as many jobs as it may (queue.max_jobs, queue.max_bytes); retry after the Retry-After delay").after(time.Second)
+			"the job queue holds as many jobs as it may (queue.max_jobs, queue.max_bytes), even without its done jobs; retry after the Retry-After delay").after(time.Second)
 	case errors.Is(err, ErrUnavailable), errors.Is(err, consensus.ErrNoLeader), errors.Is(err, consensus.ErrNotLeader),
 		errors.Is(err, consensus.ErrTimeout):
 		// No leader, or a commit that did not finish in time (an election,

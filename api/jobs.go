@@ -84,6 +84,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, req *proxy.Requ
 	}
 	res, err := s.cfg.Jobs.Enqueue(r.Context(), qr)
 	switch {
+	case errors.Is(err, queue.ErrTooLarge): // could never fit: never proposed, and a retry would not help
+		s.fail(w, r, req.Route, fmt.Errorf("%w: %w", ErrBodyTooLarge, err), start)
+		return
 	case errors.Is(err, queue.ErrBadCommand): // past a job's bounds: never proposed
 		s.fail(w, r, req.Route, fmt.Errorf("%w: %w", proxy.ErrBadRequest, err), start)
 		return

@@ -32,11 +32,13 @@ type Queue struct {
 	// Retention is how long done and dead jobs are kept before they are
 	// compacted out. Default 24h; >= 1m.
 	Retention Duration `yaml:"retention"`
-	// MaxJobs caps the jobs held, in any state; an enqueue beyond it is
-	// answered 503. Default 10000; in [1, queue.MaxJobs] (1000000).
+	// MaxJobs caps the jobs held, in any state. An enqueue into a full
+	// queue evicts its oldest done jobs, else (none to evict) is answered
+	// 503. Default 10000; in [1, queue.MaxJobs] (1000000).
 	MaxJobs int `yaml:"max_jobs"`
-	// MaxBytes caps the request bodies and stored responses held; an
-	// enqueue beyond it is answered 503. Default 256MiB; >= 1MiB.
+	// MaxBytes caps the request bodies and stored responses held, as
+	// MaxJobs caps jobs; one job larger than it is answered 413. Default
+	// 256MiB; >= 1MiB.
 	MaxBytes ByteSize `yaml:"max_bytes"`
 	// ResponseBodyLimit is the most of the upstream's answer body a done
 	// job keeps; the rest is dropped. Default 64KiB; in [0, 1MiB], 0

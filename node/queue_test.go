@@ -226,52 +226,6 @@ func TestASecondEnqueueWithTheSameIdempotencyKeyIsTheSameJob(t *testing.T) {
 	}
 }
 
-// TestAPoisonJobIsDeadLetteredOnceAndReplayWorks: a 400 dead-letters a
-// job after exactly one attempt with the upstream's answer; it is listed
-// under state=dead (admin token); a replay queues it again with its
-// attempts reset; a replay of a job that is not dead is a 409.
-func TestAPoisonJobIsDeadLetteredOnceAndReplayWorks(t *testing.T) {
-	t.Parallel()
-	u, upURL := newJobUpstream(t)
-	c := newTestCluster(t, 3, queueEdit(upURL, 10*time.Second))
-	id := c.enqueue(0, "/comments/poison/1")
-	v := c.waitJob(1, id, queue.Dead, 10*time.Second)
-	if v.Attempts != 1 || v.Response == nil || v.Response.Status != http.StatusBadRequest || !strings.Contains(v.LastError, "400") {
-		t.Fatalf("dead job %+v, want one attempt ending in the upstream's 400", v)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if n := len(u.callsTo("/api/poison/1")); n != 1 {
-		t.Fatalf("a poison job reached the upstream %d times, want 1", n)
-	}
-	var list struct {
-		Jobs []api.JobView `json:"jobs"`
-	}
-	a := c.send(http.MethodGet, 2, "/-/jobs?state=dead", "", "Authorization", "Bearer "+adminToken)
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &list) != nil || len(list.Jobs) != 1 || list.Jobs[0].ID != id {
-		t.Fatalf("dead letters: %d %s, want the poison job", a.status, a.body)
-	}
-	if a := c.send(http.MethodGet, 2, "/-/jobs?state=dead", ""); a.status != http.StatusUnauthorized {
-		t.Fatalf("listing without the admin token: %d, want 401", a.status)
-	}
-	if a := c.send(http.MethodPost, 2, "/-/jobs/"+id+"/replay", "", "Authorization", "Bearer "+adminToken); a.status != http.StatusOK {
-		t.Fatalf("replay: %d %s", a.status, a.body)
-	}
-	c.waitFor(10*time.Second, "the replayed job to be delivered again", func() bool { return len(u.callsTo("/api/poison/1")) == 2 })
-	v = c.waitJob(0, id, queue.Dead, 10*time.Second)
-	if v.Attempts != 1 {
-		t.Fatalf("replayed job %+v, want its attempts reset (1 after the replay)", v)
-	}
-	done := c.enqueue(0, "/comments/orders/3")
-	c.waitJob(0, done, queue.Done, 10*time.Second)
-	if a := c.send(http.MethodPost, 1, "/-/jobs/"+done+"/replay", "", "Authorization", "Bearer "+adminToken); a.status != http.StatusConflict {
-		t.Fatalf("replay of a done job: %d, want 409", a.status)
-	}
-	if a := c.send(http.MethodDelete, 1, "/-/jobs/"+done, "", "Authorization", "Bearer "+adminToken); a.status != http.StatusOK {
-		t.Fatalf("delete: %d %s", a.status, a.body)
-	}
-	c.waitFor(5*time.Second, "the deleted job to be gone", func() bool { _, st := c.job(2, done); return st == http.StatusNotFound })
-}
-
 // TestAFailedAttemptIsRetriedAfterADelay: a 500 is retried as a delayed
 // message and the job ends done after two attempts, the second at least
 // the backoff's floor later; a 429 with Retry-After: 2 holds that host's

@@ -14,8 +14,26 @@ import (
 // ErrBadCommand wraps every error from DecodeCommand and Command.Validate.
 var ErrBadCommand = errors.New("queue: bad command")
 
-// CommandVersion is the envelope version this package writes and accepts.
+// CommandVersion is the envelope version every release with a queue
+// writes and accepts.
 const CommandVersion = 1
+
+// CommandVersionEvict marks an enqueue that may evict done jobs to make
+// room (Table.Apply: the oldest finished first, never a queued, delayed,
+// running or dead one). It is the only op written at this version, and
+// only when the proposer's table is full (EnqueueVersion): an enqueue of
+// version 1 never evicts, on this release as on the one before, so a
+// node of the previous release applying the same log refuses the same
+// version-1 enqueues and keeps the same jobs. A version-2 entry it cannot
+// read: it fails to apply it (levee_raft_apply_errors_total) and lacks
+// that job and keeps the evicted ones until it is upgraded, where it
+// refused a full queue before. A rolling upgrade therefore stays in step
+// until the queue first fills (docs/runbook.md). An unknown field in a
+// version-1 entry would have been skipped silently by the older decoder
+// (msgpack ignores unknown keys), so the new rule needs the new version,
+// as Raft state machines in Consul and rqlite version a changed command
+// rather than its fields.
+const CommandVersionEvict = 2
 
 // Op is what a Command does.
 type Op uint8
@@ -24,7 +42,9 @@ type Op uint8
 const (
 	// OpEnqueue adds Job (queued). An ID or a client Idempotency-Key
 	// (route, tenant, key) the table already holds returns that job
-	// instead. Refused past MaxJobs or MaxBytes.
+	// instead. Past MaxJobs or MaxBytes, a version-2 enqueue
+	// (CommandVersionEvict) evicts the oldest done jobs if that makes
+	// room; otherwise it is refused.
 	OpEnqueue Op = 1 + iota
 	// OpLease leases job ID to Node until Until, if it is ready at At and
 	// has made Attempts attempts (a lease decided on an older view is
@@ -147,8 +167,8 @@ type Command struct {
 // Validate checks the envelope and what the op needs.
 func (c Command) Validate() error {
 	switch {
-	case c.V != CommandVersion:
-		return fmt.Errorf("%w: version %d", ErrBadCommand, c.V)
+	case c.V != CommandVersion && (c.V != CommandVersionEvict || c.Op != OpEnqueue):
+		return fmt.Errorf("%w: version %d of %s", ErrBadCommand, c.V, c.Op)
 	case c.Node == "" || len(c.Node) > MaxNameLen:
 		return fmt.Errorf("%w: node of %d bytes", ErrBadCommand, len(c.Node))
 	case c.At <= 0:

@@ -5,7 +5,9 @@ import (
 )
 
 func FuzzDecodeCommand(f *testing.F) {
-	for _, c := range validCommands() {
+	seeds := validCommands()
+	seeds["evicting enqueue"] = evictingEnqueue(jobID(9), sec(40), 5, testMaxBytes)
+	for _, c := range seeds {
 		b, err := c.Encode()
 		if err != nil {
 			f.Fatal(err)

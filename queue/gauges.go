@@ -24,6 +24,8 @@ func (r *Runner) Gauges(m *metrics.Metrics, now func() time.Time) {
 		})
 	m.GaugeFunc("levee_queue_bytes", "Bytes the durable queue holds (request bodies, kept answers), against queue.max_bytes.",
 		func() float64 { return float64(t.Stats().Bytes) })
+	m.CounterFunc("levee_queue_evicted_total", "Done jobs evicted, oldest finished first, to make room for a new job in a full queue (queue.max_jobs, queue.max_bytes), as this node applied them since it started.",
+		func() float64 { return float64(t.Stats().Evicted) })
 	m.GaugeFunc("levee_queue_oldest_job_age_seconds", "Age of the oldest job not yet done or dead; 0 when there is none.",
 		func() float64 {
 			if at := t.Stats().OldestQueued; at > 0 {

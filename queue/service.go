@@ -25,6 +25,11 @@ var ErrUnavailable = errors.New("queue: not committed")
 // later, it is that one job, never two.
 var ErrOutcomeUnknown = errors.New("queue: outcome unknown")
 
+// ErrTooLarge wraps an enqueue of a job larger than the whole queue may
+// hold (queue.max_bytes): never proposed, as it could never fit, however
+// many jobs were evicted or finished.
+var ErrTooLarge = errors.New("queue: job larger than the queue")
+
 // Resubmission pacing while an enqueue's outcome is unknown: Submit itself
 // waits for a leader, so this only spaces out quick failures.
 const (
@@ -63,8 +68,11 @@ type Service struct {
 // Idempotency-Key (req.Key) already made on the same route and tenant.
 // Without a client key the job gets one of Levee's, "levee-" and its id.
 // The Result names the job; a full queue is refused (Result.Err wraps
-// ErrRefused). A request past a job's bounds is refused unproposed, with
-// an error wrapping ErrBadCommand. A commit that failed before anything
+// ErrRefused); against a full table the enqueue is written at
+// CommandVersionEvict (Table.EnqueueVersion), so it evicts the oldest done
+// jobs if that makes room. A request past a job's bounds is refused
+// unproposed, with an error wrapping ErrBadCommand, and one larger than
+// Bounds.MaxBytes with ErrTooLarge. A commit that failed before anything
 // reached the log wraps ErrUnavailable; one whose outcome stayed unknown
 // wraps ErrOutcomeUnknown and comes with the job's id (see settle).
 func (s *Service) Enqueue(ctx context.Context, req Request) (Result, error) {
@@ -74,6 +82,10 @@ func (s *Service) Enqueue(ctx context.Context, req Request) (Result, error) {
 		req.Key = "levee-" + id
 	}
 	c := s.stamp(Command{Op: OpEnqueue, ID: id, Req: &req, MaxJobs: s.Bounds.MaxJobs, MaxBytes: s.Bounds.MaxBytes})
+	if size := (&Job{Req: req}).size(); size > s.Bounds.MaxBytes {
+		return Result{}, fmt.Errorf("%w: a job of %d bytes, queue.max_bytes %d", ErrTooLarge, size, s.Bounds.MaxBytes)
+	}
+	c.V = s.Table.EnqueueVersion(&req, s.Bounds)
 	b, err := c.Encode()
 	if err != nil {
 		return Result{}, err // the caller's bad input: never proposed

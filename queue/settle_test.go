@@ -102,8 +102,15 @@ func TestAnEnqueueWhoseOutcomeIsUnknownIsNeverReportedUncommitted(t *testing.T) 
 				l.tb.Apply(enqueue(NewID(), sec(0), newReq("pay", "acme", "", false)))
 				bounds.MaxJobs, held = 1, 1
 			}
+			// A case that ends when the wait does waits 200 ms; one that
+			// ends in an answer gets a wait no loaded machine outlasts (its
+			// resubmission pauses alone were 175 ms of a 200 ms wait).
+			wait := 30 * time.Second
+			if tc.wantSubmits == 0 {
+				wait = 200 * time.Millisecond
+			}
 			s := &Service{Node: "n1", Table: l.tb, Submit: l.submit, Bounds: bounds,
-				CommitWait: 200 * time.Millisecond, Uncommitted: func(err error) bool { return errors.Is(err, lostErr) }}
+				CommitWait: wait, Uncommitted: func(err error) bool { return errors.Is(err, lostErr) }}
 			if tc.noClassify {
 				s.Uncommitted = nil
 			}

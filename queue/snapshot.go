@@ -57,7 +57,7 @@ func (t *Table) Snapshot() ([]byte, error) {
 		Jobs []msgpack.RawMessage `msgpack:"jobs"`
 	}{V: CommandVersion, Jobs: make([]msgpack.RawMessage, 0, len(t.jobs))}
 	for _, id := range t.ids() {
-		b, err := sortedEncode(t.jobs[id])
+		b, err := sortedEncode(t.jobs[id].unpacked())
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +109,7 @@ func (t *Table) Restore(b []byte) error {
 			if _, dup := fresh.jobs[j.ID]; dup {
 				return fmt.Errorf("%w: job %q twice", ErrBadSnapshot, j.ID)
 			}
+			j.pack()
 			fresh.add(j)
 		}
 	}

@@ -78,7 +78,12 @@ func (m StateMachine) Stamp(from string, data []byte) ([]byte, error) {
 	at := now().UnixNano()
 	switch c.Op {
 	case OpEnqueue:
+		// The leader's table, not the proposer's view of it, decides
+		// whether the enqueue may evict (Table.EnqueueVersion).
 		c.MaxJobs, c.MaxBytes = m.Bounds.MaxJobs, m.Bounds.MaxBytes
+		if m.Table != nil {
+			c.V = m.Table.EnqueueVersion(c.Req, m.Bounds)
+		}
 	case OpLease:
 		c.Until = at + (c.Until - c.At)
 	case OpCompact:

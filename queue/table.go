@@ -34,7 +34,8 @@ type Result struct {
 	// Refused is one of the Refused constants, "" when the command took
 	// effect.
 	Refused string `msgpack:"refused,omitempty"`
-	// Removed counts the jobs a compaction removed.
+	// Removed counts the jobs a compaction removed, or the done jobs an
+	// enqueue evicted to make room.
 	Removed int `msgpack:"removed,omitempty"`
 }
 
@@ -77,6 +78,9 @@ type Table struct {
 	jobs  map[string]*Job
 	byKey map[string]string // dedupKey → id, for client Idempotency-Keys
 	bytes int64
+	// evicted counts the done jobs enqueues evicted on this node since it
+	// started (a metric, not state: Restore keeps it).
+	evicted uint64
 }
 
 // NewTable returns an empty Table.
@@ -115,11 +119,107 @@ func (t *Table) enqueue(c Command) Result {
 		}
 	}
 	j := &Job{ID: c.ID, Req: *c.Req, State: Queued, CreatedAt: c.At, NextAt: c.At}
-	if len(t.jobs) >= c.MaxJobs || t.bytes+j.size() > c.MaxBytes {
-		return Result{Refused: RefusedFull}
+	var evict []*Job
+	if !t.fits(j, c.MaxJobs, c.MaxBytes) {
+		if c.V < CommandVersionEvict {
+			return Result{Refused: RefusedFull}
+		}
+		var ok bool
+		if evict, ok = t.room(j, c.MaxJobs, c.MaxBytes); !ok {
+			return Result{Refused: RefusedFull}
+		}
 	}
+	for _, old := range evict {
+		t.drop(old)
+	}
+	t.evicted += uint64(len(evict))
 	t.add(j)
-	return Result{ID: j.ID, State: j.State}
+	return Result{ID: j.ID, State: j.State, Removed: len(evict)}
+}
+
+func (t *Table) fits(j *Job, maxJobs int, maxBytes int64) bool {
+	return len(t.jobs) < maxJobs && t.bytes+j.size() <= maxBytes
+}
+
+// room is the oldest done jobs that must go for j to fit, and whether
+// evicting every done job would be enough (if not, none goes). Only done
+// jobs are evicted: their write has happened and their answer was there
+// to read; queued, delayed and running jobs are promises, and dead ones
+// wait for an operator's replay. The first few are found by a scan each
+// (a full queue usually needs one slot: no sort of a million jobs per
+// enqueue); more, by sorting the done jobs once. Both give the same
+// jobs: the earliest finished first, ties by id (evictsBefore).
+func (t *Table) room(j *Job, maxJobs int, maxBytes int64) ([]*Job, bool) {
+	const scans = 4
+	n, b, size := len(t.jobs), t.bytes, j.size()
+	var out, sorted []*Job
+	for n >= maxJobs || b+size > maxBytes {
+		var next *Job
+		switch {
+		case len(out) < scans:
+			next = t.oldestDoneAfter(out)
+		case sorted == nil:
+			sorted = t.doneOldestFirst()
+			fallthrough
+		default:
+			if len(out) < len(sorted) {
+				next = sorted[len(out)]
+			}
+		}
+		if next == nil {
+			return nil, false
+		}
+		out = append(out, next)
+		n, b = n-1, b-next.size()
+	}
+	return out, true
+}
+
+// evictsBefore orders done jobs for eviction: the earliest finished
+// first, ties by id, so every node evicts the same ones: it reads only
+// the leader-stamped FinishedAt, never a local clock or map order.
+func evictsBefore(a, b *Job) int {
+	return cmp.Or(cmp.Compare(a.FinishedAt, b.FinishedAt), cmp.Compare(a.ID, b.ID))
+}
+
+// oldestDoneAfter is the first done job after the last of chosen in
+// eviction order (the first of all when chosen is empty); nil if none.
+func (t *Table) oldestDoneAfter(chosen []*Job) *Job {
+	var best *Job
+	for _, j := range t.jobs {
+		if j.State != Done || len(chosen) > 0 && evictsBefore(j, chosen[len(chosen)-1]) <= 0 {
+			continue
+		}
+		if best == nil || evictsBefore(j, best) < 0 {
+			best = j
+		}
+	}
+	return best
+}
+
+// doneOldestFirst is every done job in eviction order.
+func (t *Table) doneOldestFirst() []*Job {
+	var done []*Job
+	for _, j := range t.jobs {
+		if j.State == Done {
+			done = append(done, j)
+		}
+	}
+	slices.SortFunc(done, evictsBefore)
+	return done
+}
+
+// EnqueueVersion is the envelope version an enqueue of req should be
+// written at against this table with bounds b: CommandVersionEvict when
+// it would not fit as the table is now (so only then may it evict), else
+// CommandVersion, which every release applies alike.
+func (t *Table) EnqueueVersion(req *Request, b Bounds) uint8 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if t.fits(&Job{Req: *req}, b.MaxJobs, b.MaxBytes) {
+		return CommandVersion
+	}
+	return CommandVersionEvict
 }
 
 func (t *Table) add(j *Job) {
@@ -168,6 +268,7 @@ func (t *Table) finish(c Command) Result {
 	case OutcomeDone:
 		j.State, j.Attempts, j.FinishedAt = Done, j.Attempts+1, c.At
 		j.Response, j.Req.Body = c.Response, nil // the body is not needed again
+		j.pack()
 	case OutcomeDead:
 		j.State, j.Attempts, j.FinishedAt = Dead, j.Attempts+1, c.At
 		j.Response = c.Response
@@ -291,13 +392,16 @@ type Stats struct {
 	OldestQueued int64
 	Jobs         int
 	Bytes        int64
+	// Evicted counts the done jobs evicted to make room since this node
+	// started, as it applied them.
+	Evicted uint64
 }
 
 // Stats counts the table's jobs.
 func (t *Table) Stats() Stats {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	s := Stats{Depth: map[string]map[State]int{}, Jobs: len(t.jobs), Bytes: t.bytes}
+	s := Stats{Depth: map[string]map[State]int{}, Jobs: len(t.jobs), Bytes: t.bytes, Evicted: t.evicted}
 	for _, j := range t.jobs {
 		byState := s.Depth[j.Req.Host]
 		if byState == nil {

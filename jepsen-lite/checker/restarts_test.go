@@ -435,3 +435,33 @@ func TestCoalescingSidesOfRestarts(t *testing.T) {
 		})
 	}
 }
+
+// TestCoalescingSidesOfAKilledHolder: a kill that takes the node whose
+// fetch opened a fresh window leaves every survivor to fetch once (no
+// copy left to forward to); more, or a kill of another node, still fail.
+func TestCoalescingSidesOfAKilledHolder(t *testing.T) {
+	const k = "/api/stories/1/comments"
+	cases := []struct {
+		name  string
+		fault history.Fault
+		nodes []string // the fetches' nodes, from 12 s, 0.5 s apart
+		pass  bool
+	}{
+		{name: "the holder killed: each survivor fetches once", fault: fault("kill-minority", 13, 20, "n1"), nodes: []string{"n1", "n2", "n3"}, pass: true},
+		{name: "the holder killed: one fetch too many", fault: fault("kill-minority", 13, 20, "n1"), nodes: []string{"n1", "n2", "n3", "n2"}},
+		{name: "another node killed", fault: fault("kill", 13, 20, "n2"), nodes: []string{"n1", "n3"}},
+		{name: "the holder killed before it fetched", fault: fault("kill", 11, 11.5, "n1"), nodes: []string{"n1", "n3"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := base()
+			h.Faults = []history.Fault{tc.fault}
+			for i, n := range tc.nodes {
+				h.Upstream = append(h.Upstream, call("acme", k, 12+0.5*float64(i), 200, n))
+			}
+			if r := Coalescing(h, DefaultConfig()); r.Pass != tc.pass {
+				t.Fatalf("pass = %v, want %v: %v", r.Pass, tc.pass, r.Violations)
+			}
+		})
+	}
+}
