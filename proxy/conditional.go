@@ -69,19 +69,19 @@ func notModified(h, req http.Header, now time.Time) bool {
 }
 
 // etagListMatch reports whether a list of entity-tags (the lines of an
-// If-None-Match or If-Range) holds etag: "*" holds any answer that has
-// one; strong asks for the strong comparison (§8.8.3.2: both strong and
-// equal), else the weak one (equal opaque tags).
+// If-None-Match or If-Range) holds etag: "*" holds any answer (§13.1.2:
+// If-None-Match: * is false wherever a current representation exists,
+// ETag or not), or, with strong, any that has an ETag; strong asks for the
+// strong comparison (§8.8.3.2: both strong and equal), else the weak one
+// (equal opaque tags). An empty etag or list element matches no tag.
 func etagListMatch(lines []string, etag string, strong bool) bool {
-	if etag == "" {
-		return false
-	}
 	for _, line := range lines {
 		for c := range strings.SplitSeq(line, ",") {
 			c = strings.TrimSpace(c)
 			switch {
 			case c == "*":
-				return true
+				return !strong || etag != ""
+			case etag == "" || c == "":
 			case strong && (isWeak(c) || isWeak(etag)):
 			case opaque(c) == opaque(etag):
 				return true

@@ -218,7 +218,7 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Res
 		}
 		end, due := e.recheck.start(pkey, e.cfg.Now())
 		if !due {
-			return e.afterRecheck(ctx, pkey, r.Header, ent, local), nil
+			return e.afterRecheck(ctx, pkey, r, ent, local), nil
 		}
 		defer end() // after recover below has kept what it found
 	}

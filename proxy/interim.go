@@ -43,8 +43,11 @@ func (s *interimSink) write(code int, h http.Header) {
 	}
 	out := s.w.Header()
 	var added []string
+	// CleanHeader's rule, as for the final answer (api's write): no
+	// hop-by-hop field, none its Connection names, no X-Levee-*.
+	named := connectionNamed(h)
 	for k, v := range h {
-		if _, had := out[k]; !had && !hopByHop(k) {
+		if _, had := out[k]; !had && !dropped(k, named, true) {
 			out[k] = v
 			added = append(added, k)
 		}

@@ -31,8 +31,8 @@ func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string
 	if !asked.asked {
 		ent, ok = e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
 	}
-	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) {
-		return nil
+	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) || !Decodable(ent.Header, r.acceptEncoding) {
+		return nil // a copy in a coding r's client cannot read is none (encoding.go)
 	}
 	now := e.cfg.Now()
 	stale := e.staleIfError(ent, now)
@@ -60,7 +60,8 @@ func (e *Engine) replicaFirst(ctx context.Context, rt *Route, r *Request, pkey s
 		ent = nil
 	}
 	out := replicaAnswer{asked: true, entry: ent}
-	if ent == nil || ent.Freshness(now) != store.Fresh || have != nil && !ent.StoredAt.After(have.StoredAt) {
+	if ent == nil || ent.Freshness(now) != store.Fresh || have != nil && !ent.StoredAt.After(have.StoredAt) ||
+		!Decodable(ent.Header, r.acceptEncoding) {
 		return out
 	}
 	e.keepRecovered(rt, pkey, r.Header, ent)
@@ -162,13 +163,13 @@ func (l *recheckLog) wait(ctx context.Context, key string) bool {
 // arriving a few milliseconds after the one asking served the older copy
 // the ask was about to replace (the first one-hour soak: a restarted n1
 // answered version 44 at 444.810 s and 45 at 444.813 s).
-func (e *Engine) afterRecheck(ctx context.Context, pkey string, h http.Header, have *store.Entry, local *Response) *Response {
+func (e *Engine) afterRecheck(ctx context.Context, pkey string, r *Request, have *store.Entry, local *Response) *Response {
 	if !e.recheck.wait(ctx, pkey) {
 		return local
 	}
 	first, ok := e.cfg.Cache.Get(pkey)
-	_, ent := e.follow(pkey, first, ok, h)
-	if ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) {
+	_, ent := e.follow(pkey, first, ok, r.Header)
+	if ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) || !Decodable(ent.Header, r.acceptEncoding) {
 		return local
 	}
 	if newer := e.staleIfError(ent, e.cfg.Now()); newer != nil {

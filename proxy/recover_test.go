@@ -412,3 +412,47 @@ func TestOwnerWaitsForTheRecheckUnderWay(t *testing.T) {
 		}
 	})
 }
+
+// TestReplicaCopiesFollowTheEncodingRule: a copy from a replica in a
+// content coding the client does not accept is no answer for it (RFC 9110
+// §12.5.3), as a local one is not (Decodable): neither served fresh to a
+// non-owner before it fetches, nor served stale-if-error when the fetch
+// fails.
+func TestReplicaCopiesFollowTheEncodingRule(t *testing.T) {
+	cases := []struct {
+		name     string
+		owns     bool
+		upstream func(*http.Request) (*http.Response, error)
+		age      time.Duration // of the replica's copy; fresh for 15 s
+		ae       string
+		wantBody string
+		wantErr  bool
+	}{
+		{"a non-owner serves a fresh br copy to a br client", false, reply(200, "hello"), 5 * time.Second, "br", "from replica", false},
+		{"a non-owner fetches for a gzip-only client", false, reply(200, "hello"), 5 * time.Second, "gzip", "hello", false},
+		{"stale-if-error serves a br copy to a br client", true, netError, 20 * time.Second, "br", "from replica", false},
+		{"stale-if-error serves no br copy to a gzip-only client", true, netError, 20 * time.Second, "gzip", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := testRoute()
+				rt.Retry.MaxAttempts = 1
+				rg := newRig(t, rt)
+				rg.up.set(tc.upstream)
+				fr := &fakeRecover{entry: store.NewEntry(200, http.Header{"Content-Encoding": {"br"}}, []byte("from replica"),
+					time.Now().Add(-tc.age), store.Windows{Fresh: 15 * time.Second, Stale: time.Second, StaleIfError: time.Hour})}
+				withOwnership(t, rg, fr.recover, tc.owns)
+				resp, err := rg.engine.Serve(context.Background(), get("s/1", "Accept-Encoding", tc.ae))
+				switch {
+				case tc.wantErr && err == nil:
+					t.Fatalf("Serve answered %d %s %q (%v), want an error", resp.Status, resp.Result, resp.Body, resp.Header)
+				case !tc.wantErr && err != nil:
+					t.Fatalf("Serve: %v, want %q", err, tc.wantBody)
+				case !tc.wantErr && string(resp.Body) != tc.wantBody:
+					t.Fatalf("got %s %q, want %q", resp.Result, resp.Body, tc.wantBody)
+				}
+			})
+		})
+	}
+}

@@ -29,6 +29,8 @@ func TestResponsePolicyFollowsTheRFCs(t *testing.T) {
 		{"RFC 9213: Levee-Cache-Control outranks CDN-Cache-Control", false, 200, []string{"CDN-Cache-Control", "max-age=3600", "Levee-Cache-Control", "max-age=5"}, true, 5 * time.Second, 15 * time.Second, 10 * time.Minute},
 		{"RFC 9213 §2.1: an invalid targeted field is ignored", false, 200, []string{"Cache-Control", "no-store", "CDN-Cache-Control", "max-age=10000, &&&&&"}, false, 0, 0, 0},
 		{"RFC 9213 §2.1: a wrong-typed max-age voids the field", false, 200, []string{"Cache-Control", "no-store", "CDN-Cache-Control", `max-age="10000"`}, false, 0, 0, 0},
+		{"RFC 9213 §2.1: an empty targeted field is ignored", false, 200, []string{"Cache-Control", "no-store", "CDN-Cache-Control", ""}, false, 0, 0, 0},
+		{"RFC 9213 §2.1: an empty targeted field leaves private in force", false, 200, []string{"Cache-Control", "private, max-age=60", "Levee-Cache-Control", " "}, false, 0, 0, 0},
 		{"RFC 9213 §2.2: Expires is ignored beside a targeted field", false, 200, []string{"CDN-Cache-Control", "max-age=60", "Expires", "0"}, true, time.Minute, 15 * time.Second, 10 * time.Minute},
 		{"RFC 9213: targeted private", false, 200, []string{"CDN-Cache-Control", "private", "Cache-Control", "max-age=60"}, false, 0, 0, 0},
 		{"RFC 9213: targeted max-age 2^31 and beyond", false, 200, []string{"CDN-Cache-Control", "max-age=99999999999"}, true, (1<<31 - 1) * time.Second, 15 * time.Second, 10 * time.Minute},

@@ -41,10 +41,13 @@ func directives(h http.Header) (cc *cacheobject.ResponseCacheDirectives, targete
 // delta-seconds), Boolean true (or, for no-cache and private, a string of
 // field names, taken as the whole answer) for the others. Directives
 // Levee does not know are extensions, ignored (RFC 9111 §5.2.3), but
-// kept, so must-understand is seen. ok false: the field is to be ignored.
+// kept, so must-understand is seen. ok false: the field is to be ignored,
+// as an empty one is (§2.1: it "behaves as if the field were not
+// present"; taken as a policy of no directives, it voided Cache-Control's
+// private or no-store).
 func targetedDirectives(lines []string) (cc *cacheobject.ResponseCacheDirectives, ok bool) {
 	dict, err := httpfield.ParseDictionary(lines)
-	if err != nil {
+	if err != nil || len(dict) == 0 {
 		return nil, false
 	}
 	cc = &cacheobject.ResponseCacheDirectives{MaxAge: -1, SMaxAge: -1, StaleIfError: -1, StaleWhileRevalidate: -1}
