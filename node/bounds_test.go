@@ -462,7 +462,14 @@ func expectNamed(t *testing.T, err error, key string) {
 // upstream's 200 and body.
 func expectServes(t *testing.T, base string) {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// One keep-alive connection, as an ordinary client keeps: with
+	// node.max_connections=1 a client that closes after each answer may
+	// find the slot still held by its last connection, which net/http
+	// lingers on for up to 500 ms after the answer (rstAvoidanceDelay),
+	// and be reset, as the cap promises for a connection past it.
+	tr := &http.Transport{MaxConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	for _, p := range boundsPaths {
 		resp, err := client.Get(base + p)
 		if err != nil {

@@ -78,11 +78,20 @@ func (e *Engine) fetchOnce(rt *Route, r *Request, pkey string, old *store.Entry)
 // a fresh entry that is not old, in a coding r can read.
 func (e *Engine) storedMeanwhile(pkey string, r *Request, old *store.Entry) (*flight, bool) {
 	_, cur := e.lookup(pkey, r.Header)
-	if cur == nil || cur == old || cur.Freshness(e.cfg.Now()) != store.Fresh || !Decodable(cur.Header, r.acceptEncoding) {
+	if cur == nil || sameStored(cur, old) || cur.Freshness(e.cfg.Now()) != store.Fresh || !Decodable(cur.Header, r.acceptEncoding) {
 		return nil, false
 	}
 	vary, _ := VaryNames(cur.Header)
 	return &flight{entry: cur, result: Hit, stored: true, shareable: true, vary: vary, reqHdr: r.Header}, true
+}
+
+// sameStored reports whether cur is the stored answer old was read from.
+// The cache decodes a new Entry from its record on every Get, so two reads
+// of one stored answer are never the same pointer: they are the same
+// answer when they were stored (or renewed) at the same instant with the
+// same windows.
+func sameStored(cur, old *store.Entry) bool {
+	return old != nil && cur.StoredAt.Equal(old.StoredAt) && cur.FreshUntil.Equal(old.FreshUntil) && cur.Status == old.Status
 }
 
 // remember records what a fetch for flight key fkey learned: an answer
