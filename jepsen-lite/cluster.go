@@ -40,6 +40,7 @@ func runCluster(ctx context.Context, o options, stdout io.Writer, log *slog.Logg
 	fmt.Fprintf(stdout, "jepsen-lite: backend %s, %d nodes, %v + %v quiet, seed %d, out %s\n", o.backend, o.nodes, o.duration, o.quiet, o.seed, o.out)
 	printSchedule(stdout, windows)
 	routes := backend.DefaultRoutes()
+	routes.QueueRetention, routes.QueueMaxJobs = o.queueRetention, o.queueMaxJobs
 	cfg := backend.Config{Nodes: o.nodes, Dir: filepath.Join(o.out, "cluster"), Bin: o.bin, Demo: o.demo,
 		Secret: randomToken(), Admin: randomToken(), Seed: o.seed, Verbose: o.verbose, Log: log.With("subsystem", "backend")}
 	b, err := newBackend(o.backend, cfg, routes)

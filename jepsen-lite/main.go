@@ -47,6 +47,10 @@ type options struct {
 	verbose  bool
 	// enqueuers is the queue workload's process count (0: no jobs).
 	enqueuers int
+	// queueRetention and queueMaxJobs are the nodes' queue.retention and
+	// queue.max_jobs (0: the product default).
+	queueRetention time.Duration
+	queueMaxJobs   int
 	// A soak: resources sampled every sampleEvery (0: not a soak), judged
 	// after soakWarmup in windows of soakWindow.
 	sampleEvery, soakWarmup, soakWindow time.Duration
@@ -77,6 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.rate, "rate", 30, "total client requests per second")
 	fs.BoolVar(&o.verbose, "v", false, "debug logging")
 	fs.IntVar(&o.enqueuers, "enqueuers", workload.DefaultConfig().Enqueuers, "processes writing jobs through the durable queue, one every 2 s each (0 = none: the queue checker then judges nothing)")
+	fs.DurationVar(&o.queueRetention, "queue-retention", 0, "the nodes' queue.retention: done and dead jobs are kept this long (make soak: 5m, so their memory is at its bound within the warmup); 0 = the product default (24h)")
+	fs.IntVar(&o.queueMaxJobs, "queue-max-jobs", 0, "the nodes' queue.max_jobs: past it an enqueue evicts the oldest done jobs; 0 = the product default (10000)")
 	fs.DurationVar(&o.sampleEvery, "sample-resources", 0, "soak: sample every node's RSS, goroutines and open fds this often (make soak: 10s) and judge them (checker resources); 0 = off")
 	fs.DurationVar(&o.soakWarmup, "soak-warmup", 10*time.Minute, "soak: the time at the start the resources checker leaves out")
 	fs.DurationVar(&o.soakWindow, "soak-window", 10*time.Minute, "soak: the span of each median the resources checker compares")
@@ -104,6 +110,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.enqueuers < 0 {
 		return o, fmt.Errorf("-enqueuers must be >= 0, got %d", o.enqueuers)
+	}
+	// Their upper and lower bounds are the config's: the backend refuses
+	// a node config that does not validate, before it starts anything.
+	if o.queueRetention < 0 || o.queueMaxJobs < 0 {
+		return o, fmt.Errorf("-queue-retention and -queue-max-jobs must be >= 0, got %v and %d", o.queueRetention, o.queueMaxJobs)
 	}
 	if o.seed == 0 {
 		o.seed = time.Now().UnixNano() % 1_000_000

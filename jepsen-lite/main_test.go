@@ -51,6 +51,14 @@ func TestParseFlags(t *testing.T) {
 		{name: "make soak's flags", args: []string{"-nodes", "5", "-duration", "1h", "-sample-resources", "10s"}, chk: func(o options) bool {
 			return o.sampleEvery == 10*time.Second
 		}},
+		{name: "the product's queue retention and job cap by default (CI's chaos run)", args: nil, chk: func(o options) bool {
+			return o.queueRetention == 0 && o.queueMaxJobs == 0
+		}},
+		{name: "make soak's queue retention", args: []string{"-queue-retention", "5m", "-queue-max-jobs", "500"}, chk: func(o options) bool {
+			return o.queueRetention == 5*time.Minute && o.queueMaxJobs == 500
+		}},
+		{name: "a negative queue retention", args: []string{"-queue-retention", "-5m"}, err: true},
+		{name: "a negative job cap", args: []string{"-queue-max-jobs", "-1"}, err: true},
 		{name: "a soak too short for its windows", args: []string{"-duration", "20m", "-sample-resources", "10s"}, err: true},
 		{name: "a short soak with short windows", args: []string{"-duration", "2m", "-sample-resources", "10s", "-soak-warmup", "30s", "-soak-window", "30s"},
 			chk: func(o options) bool { return o.soakWindow == 30*time.Second }},

@@ -121,6 +121,15 @@ type Routes struct {
 	// (node-wide): a job whose delivering node died is delivered again
 	// after it. 0 leaves the product default (120 s) in the config.
 	QueueVisibilityTimeout time.Duration
+	// QueueRetention and QueueMaxJobs are the nodes' queue.retention and
+	// queue.max_jobs (node-wide): how long a done or dead job is kept
+	// before it is compacted out, and how many jobs are held before an
+	// enqueue evicts the oldest done ones. 0 leaves the product default
+	// (24 h, 10,000) in the config; the queue checker judges a job gone
+	// after the drain by them. make soak sets the retention (5 m) so that
+	// the done jobs' memory is at its bound within the soak's warmup.
+	QueueRetention time.Duration
+	QueueMaxJobs   int
 }
 
 // DefaultRoutes are the windows the harness runs with. The cache is saved

@@ -44,6 +44,9 @@ func NewLocal(cfg Config, routes Routes) (*Local, error) {
 	if err := checkConfig(cfg, true); err != nil {
 		return nil, err
 	}
+	if err := checkNodeYAML(cfg, routes); err != nil {
+		return nil, err
+	}
 	bin, err1 := filepath.Abs(cfg.Bin)
 	demo, err2 := filepath.Abs(cfg.Demo)
 	dir, err3 := filepath.Abs(cfg.Dir)

@@ -107,22 +107,6 @@ func checkRoute(t *testing.T, c *config.Config, upstream string, r Routes) {
 	checkEq(t, "queue.dead_letter_after (default kept)", c.Queue.DeadLetterAfter, config.DefaultQueue().DeadLetterAfter)
 }
 
-// TestQueueSectionOnlyWhenSet: a zero visibility timeout writes no queue
-// section, so the node keeps the product default.
-func TestQueueSectionOnlyWhenSet(t *testing.T) {
-	r := DefaultRoutes()
-	r.QueueVisibilityTimeout = 0
-	data, err := localNodeYAML(testConfig(3), r, 1, "/tmp/x/n1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse(data)
-	if err != nil {
-		t.Fatalf("generated config does not validate: %v\n%s", err, data)
-	}
-	checkEq(t, "queue.visibility_timeout", c.Queue.VisibilityTimeout.D(), config.DefaultQueue().VisibilityTimeout.D())
-}
-
 func checkEq[T comparable](t *testing.T, what string, got, want T) {
 	t.Helper()
 	if got != want {

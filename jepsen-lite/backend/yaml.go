@@ -2,9 +2,12 @@ package backend
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/levee/levee/config"
 )
 
 // Cluster timings every generated config uses. A node that lost all peers
@@ -29,7 +32,9 @@ type (
 		Routes  []fileRoute `yaml:"routes"`
 	}
 	fileQueue struct {
-		VisibilityTimeout string `yaml:"visibility_timeout"`
+		VisibilityTimeout string `yaml:"visibility_timeout,omitempty"`
+		Retention         string `yaml:"retention,omitempty"`
+		MaxJobs           int    `yaml:"max_jobs,omitempty"`
 	}
 	fileCache struct {
 		Persist         bool   `yaml:"persist"`
@@ -83,14 +88,22 @@ func commentsRoute(upstream string, r Routes) fileRoute {
 	}
 }
 
-// queueSection is the node-wide queue section: the visibility timeout as
-// r says, every other key at its default; nil (no section) when r leaves
-// the timeout at the product default.
+// queueSection is the node-wide queue section: the visibility timeout,
+// retention and job cap as r says, each left out (the product default)
+// when r leaves it 0; nil (no section) when r leaves all three.
 func queueSection(r Routes) *fileQueue {
-	if r.QueueVisibilityTimeout <= 0 {
+	var q fileQueue
+	if r.QueueVisibilityTimeout > 0 {
+		q.VisibilityTimeout = r.QueueVisibilityTimeout.String()
+	}
+	if r.QueueRetention > 0 {
+		q.Retention = r.QueueRetention.String()
+	}
+	q.MaxJobs = max(r.QueueMaxJobs, 0)
+	if q == (fileQueue{}) {
 		return nil
 	}
-	return &fileQueue{VisibilityTimeout: r.QueueVisibilityTimeout.String()}
+	return &q
 }
 
 // cacheSection is the node-wide cache section: persistence as r says
@@ -125,6 +138,21 @@ func localNodeYAML(cfg Config, r Routes, i int, dataDir string) ([]byte, error) 
 		Routes:  []fileRoute{commentsRoute("http://"+upstreamRelay+"/api/", r)},
 	}
 	return yaml.Marshal(fc)
+}
+
+// checkNodeYAML refuses routes (a -queue-retention below the config's
+// least, say) that would make every node refuse its config: it validates
+// node 1's with the config package's own rules, so the harness names the
+// key before it sets anything up.
+func checkNodeYAML(cfg Config, r Routes) error {
+	data, err := localNodeYAML(cfg, r, 1, filepath.Join(cfg.Dir, nodeName(1)))
+	if err != nil {
+		return fmt.Errorf("backend: node config: %w", err)
+	}
+	if _, err := config.Parse(data); err != nil {
+		return fmt.Errorf("backend: the node config would be refused: %w", err)
+	}
+	return nil
 }
 
 // dockerSharedYAML is the file mounted into every compose node: what

@@ -54,7 +54,7 @@ func Queue(h *History, cfg Config) Result {
 	q := newQueueRun(h)
 	enqueueFigures(b, h.Enqueues, q)
 	sameKeySameJob(b, h.Enqueues)
-	q.judgeFinished(b, len(h.JobStates) > 0)
+	q.judgeFinished(b, len(h.JobStates) > 0, boundsOf(h.Meta))
 	q.judgeDeliveries(b)
 	if v := h.Meta.Routes.QueueVisibilityTimeout; v > 0 {
 		b.fig("visibility timeout", "%v", v)
@@ -150,16 +150,28 @@ func sortedEnqueues(es []history.Enqueue) []history.Enqueue {
 	return out
 }
 
-// judgeFinished: every accepted job ended done or dead.
-func (q *queueRun) judgeFinished(b *result, drained bool) {
+// judgeFinished: every accepted job ended done or dead. A job no node
+// could read after the drain counts as finished when the queue could
+// have removed it as such (gone: compacted after qb's retention, or
+// evicted at its max_jobs), and as lost otherwise.
+func (q *queueRun) judgeFinished(b *result, drained bool, qb queueBounds) {
 	var done, dead, lost, adminOnly int
+	removed := map[string]int{}
 	for _, id := range q.order {
 		j := q.jobs[id]
 		switch {
 		case j.final == nil:
+			why, detail := q.gone(j, qb)
+			if why != goneNot {
+				removed[why]++
+				continue
+			}
+			if detail != "" {
+				detail += "; "
+			}
 			lost++
-			b.violate(j.Time, "job %s (%s, tenant %s, accepted by %s at %s) is neither done nor dead after the drain: %s",
-				j.ID, describeKey(j), j.Tenant, j.Node, secs(j.Time), describeJobViews(j.views))
+			b.violate(j.Time, "job %s (%s, tenant %s, accepted by %s at %s) is neither done nor dead after the drain: %s%s",
+				j.ID, describeKey(j), j.Tenant, j.Node, secs(j.Time), detail, describeJobViews(j.views))
 			continue
 		case j.final.State == jobDone:
 			done++
@@ -171,6 +183,9 @@ func (q *queueRun) judgeFinished(b *result, drained bool) {
 		}
 	}
 	b.fig("after the drain", "%d done, %d dead, %d lost", done, dead, lost)
+	b.fig("finished, then removed before the drain", "%d %s, %d %s, %d %s (queue.retention %v, queue.max_jobs %d)",
+		removed[goneDoneExpired], goneDoneExpired, removed[goneDoneEvicted], goneDoneEvicted,
+		removed[goneDeadExpired], goneDeadExpired, qb.retention, qb.maxJobs)
 	if !drained && len(q.jobs) > 0 {
 		b.fig("drain", "not recorded: every accepted job counts as lost")
 	}

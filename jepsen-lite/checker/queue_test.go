@@ -3,6 +3,7 @@ package checker
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/levee/levee/jepsen-lite/history"
 )
@@ -122,13 +123,14 @@ func TestQueue(t *testing.T) {
 func TestQueueCountsDuplicatesAndRetries(t *testing.T) {
 	r := Queue(queueRunOK(), DefaultConfig())
 	want := map[string]string{
-		"accepted (202)":                      "4 answers, 3 jobs",
-		"after the drain":                     "2 done, 1 dead, 0 lost",
-		"attempts beyond a job's first":       "6 (retries and redeliveries)",
-		"client keys sent twice":              "1 (both sends accepted: 1)",
-		"redelivery rate":                     "50.00% (1/2 jobs)",
-		"refused":                             "1 with 503, 0 otherwise; 0 without an answer",
-		"dead jobs the upstream had accepted": "0",
+		"accepted (202)":                          "4 answers, 3 jobs",
+		"after the drain":                         "2 done, 1 dead, 0 lost",
+		"attempts beyond a job's first":           "6 (retries and redeliveries)",
+		"client keys sent twice":                  "1 (both sends accepted: 1)",
+		"redelivery rate":                         "50.00% (1/2 jobs)",
+		"refused":                                 "1 with 503, 0 otherwise; 0 without an answer",
+		"dead jobs the upstream had accepted":     "0",
+		"finished, then removed before the drain": "0 done, then expired, 0 done, then evicted, 0 dead, then expired (queue.retention 24h0m0s, queue.max_jobs 10000)",
 		"duplicates (2xx deliveries beyond a job's first, allowed)": "1, of 1 jobs",
 	}
 	got := map[string]string{}
@@ -159,5 +161,116 @@ func TestQueueNamesWhereALostJobWas(t *testing.T) {
 		if !strings.Contains(r.Violations[0].What, s) {
 			t.Errorf("violation %q does not say %q", r.Violations[0].What, s)
 		}
+	}
+}
+
+// goneEverywhere appends a 404 from every node about job id at second at,
+// as the drain records a job no node holds.
+func goneEverywhere(h *History, id string, at float64) {
+	for _, n := range h.Meta.Nodes {
+		h.JobStates = append(h.JobStates, history.JobStatus{Time: sec(at), Node: n, ID: id, Status: 404, Polls: 1})
+	}
+}
+
+// retainedRun is queueRunOK on nodes with queue.retention 5m, plus job gg
+// (acme, no client key) accepted by n1 at 10 s, delivered as deliver
+// says, and read back 404 from every node at second goneAt.
+func retainedRun(goneAt float64, deliver func(h *History)) *History {
+	h := queueRunOK()
+	h.Meta.Routes.QueueRetention = 5 * time.Minute
+	enqueued(h, 18, "n1", "acme", "", "gg", 10)
+	deliver(h)
+	goneEverywhere(h, "gg", goneAt)
+	return h
+}
+
+func deliveredOnce(status int, at float64) func(*History) {
+	return func(h *History) { delivered(h, "acme", "levee-gg", at, status, "n2") }
+}
+
+// TestQueueJobGoneAfterTheDrain: a job no node holds after the drain
+// counts as finished when the queue could have removed it as finished
+// (compacted queue.retention after it was done or dead, or evicted at
+// queue.max_jobs), and as lost when it never ran, never finished, or went
+// sooner than either allows.
+func TestQueueJobGoneAfterTheDrain(t *testing.T) {
+	cases := []struct {
+		name    string
+		build   func() *History
+		removed string // the "finished, then removed" figure's start; "" = lost
+		lostBy  string // what the violation says, when lost
+	}{
+		{name: "done, then expired by retention",
+			build: func() *History { return retainedRun(320, deliveredOnce(201, 10.2)) }, removed: "1 done, then expired, 0 done, then evicted, 0 dead"},
+		{name: "done, gone within the slack before its retention ends",
+			build: func() *History { return retainedRun(309.5, deliveredOnce(201, 10.2)) }, removed: "1 done, then expired"},
+		{name: "done, gone seconds before its retention ends: lost",
+			build: func() *History { return retainedRun(305, deliveredOnce(201, 10.2)) }, lostBy: "within queue.retention 5m0s"},
+		{name: "done, gone well within its retention: lost",
+			build: func() *History { return retainedRun(320, deliveredOnce(201, 200.2)) }, lostBy: "1m59.8s after the upstream's first 2xx answer"},
+		{name: "done, gone within its retention once the run filled max_jobs: evicted",
+			build: func() *History {
+				h := retainedRun(320, deliveredOnce(201, 200.2))
+				h.Meta.Routes.QueueMaxJobs = 4 // aa, bb, cc, gg
+				return h
+			}, removed: "0 done, then expired, 1 done, then evicted"},
+		{name: "never delivered: lost",
+			build: func() *History { return retainedRun(320, func(*History) {}) }, lostBy: "never delivered"},
+		{name: "delivered, answered only 503, gone: lost",
+			build: func() *History {
+				return retainedRun(320, func(h *History) {
+					delivered(h, "acme", "levee-gg", 10.2, 503, "n2")
+					delivered(h, "acme", "levee-gg", 11, 503, "n2")
+				})
+			}, lostBy: "its 2 deliveries never answered 2xx/3xx (last 503"},
+		{name: "dead by a 400, then expired",
+			build: func() *History { return retainedRun(320, deliveredOnce(400, 10.2)) }, removed: "0 done, then expired, 0 done, then evicted, 1 dead, then expired"},
+		{name: "dead after dead_letter_after 503s, then expired",
+			build: func() *History {
+				return retainedRun(320, func(h *History) {
+					for i := range 6 {
+						delivered(h, "acme", "levee-gg", 10.2+float64(i), 503, "n2")
+					}
+				})
+			}, removed: "0 done, then expired, 0 done, then evicted, 1 dead, then expired"},
+		{name: "done, but one node still holds it delayed: lost",
+			build: func() *History {
+				h := retainedRun(320, deliveredOnce(201, 10.2))
+				h.JobStates = append(h.JobStates, history.JobStatus{Time: sec(321), Node: "n3", ID: "gg", Status: 200, State: "delayed", Polls: 2})
+				return h
+			}, lostBy: "n3 delayed"},
+		{name: "done, 404 from one node of three: lost",
+			build: func() *History {
+				h := retainedRun(320, deliveredOnce(201, 10.2))
+				h.JobStates = h.JobStates[:len(h.JobStates)-2]
+				return h
+			}, lostBy: "n1 404"},
+		{name: "done, gone, on nodes at the default retention (24h): lost",
+			build: func() *History {
+				h := retainedRun(320, deliveredOnce(201, 10.2))
+				h.Meta.Routes.QueueRetention = 0
+				return h
+			}, lostBy: "within queue.retention 24h0m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Queue(tc.build(), DefaultConfig())
+			got := map[string]string{}
+			for _, f := range r.Figures {
+				got[f.Key] = f.Value
+			}
+			if tc.removed != "" {
+				if !r.Pass || !strings.HasPrefix(got["finished, then removed before the drain"], tc.removed) {
+					t.Fatalf("pass = %v, removed %q, want %q; violations %v", r.Pass, got["finished, then removed before the drain"], tc.removed, r.Violations)
+				}
+				return
+			}
+			if r.Pass || r.Total != 1 || !strings.Contains(r.Violations[0].What, "job gg") || !strings.Contains(r.Violations[0].What, tc.lostBy) {
+				t.Fatalf("pass = %v, want gg lost saying %q; violations %v", r.Pass, tc.lostBy, r.Violations)
+			}
+			if !strings.HasSuffix(got["after the drain"], ", 1 lost") {
+				t.Errorf("after the drain = %q, want 1 lost", got["after the drain"])
+			}
+		})
 	}
 }

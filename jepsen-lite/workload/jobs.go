@@ -210,9 +210,37 @@ func (c *Clients) drainRound(ctx context.Context, pending []history.Enqueue, pol
 			c.rec.JobStatus(s)
 			continue
 		}
+		if s.Status == http.StatusNotFound && c.goneEverywhere(ctx, e, polls) {
+			continue
+		}
 		still = append(still, e)
 	}
 	return still
+}
+
+// goneEverywhere asks every node about e at once, after one answered
+// 404; when every node answers 404 it records their answers and reports
+// true: the job was removed (a finished job compacted after
+// queue.retention or evicted at queue.max_jobs, else lost; the queue
+// checker tells which), and asking again would only fill the drain.
+func (c *Clients) goneEverywhere(ctx context.Context, e history.Enqueue, polls map[string]int) bool {
+	views := make([]history.JobStatus, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() { views[i] = c.jobStatus(ctx, n, e) })
+	}
+	wg.Wait()
+	polls[e.ID] += len(views)
+	for _, v := range views {
+		if v.Status != http.StatusNotFound {
+			return false
+		}
+	}
+	for _, v := range views {
+		v.Polls = polls[e.ID]
+		c.rec.JobStatus(v)
+	}
+	return true
 }
 
 // lastViews records every node's answer about each job still pending.

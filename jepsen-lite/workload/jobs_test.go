@@ -24,7 +24,8 @@ type fakeQueue struct {
 	admin     string
 	mu        sync.Mutex
 	jobs      map[string]*fakeJob
-	keys      map[string]string // tenant + key → id
+	keys      map[string]string          // tenant + key → id
+	forgot    map[string]map[string]bool // id → the nodes that answer 404 for it
 }
 
 type fakeJob struct {
@@ -33,7 +34,8 @@ type fakeJob struct {
 }
 
 func newFakeQueue(t *testing.T, doneAfter int) *fakeQueue {
-	return &fakeQueue{t: t, doneAfter: doneAfter, admin: "admin-token", jobs: map[string]*fakeJob{}, keys: map[string]string{}}
+	return &fakeQueue{t: t, doneAfter: doneAfter, admin: "admin-token", jobs: map[string]*fakeJob{}, keys: map[string]string{},
+		forgot: map[string]map[string]bool{}}
 }
 
 // node serves the queue as one node.
@@ -41,7 +43,7 @@ func (q *fakeQueue) node(t *testing.T, name string) backend.Node {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /comments/jobs", q.enqueue)
-	mux.HandleFunc("GET /-/jobs/{id}", q.read)
+	mux.HandleFunc("GET /-/jobs/{id}", func(w http.ResponseWriter, r *http.Request) { q.read(w, r, name) })
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return backend.Node{Name: name, URL: srv.URL}
@@ -65,11 +67,22 @@ func (q *fakeQueue) enqueue(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"id":%q,"state":"queued"}`, id)
 }
 
-func (q *fakeQueue) read(w http.ResponseWriter, r *http.Request) {
+// forget makes the nodes named answer 404 for job id, as a node that
+// compacted or evicted it does.
+func (q *fakeQueue) forget(id string, nodes ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.forgot[id] = map[string]bool{}
+	for _, n := range nodes {
+		q.forgot[id][n] = true
+	}
+}
+
+func (q *fakeQueue) read(w http.ResponseWriter, r *http.Request, node string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	j, ok := q.jobs[r.PathValue("id")]
-	if !ok || (r.Header.Get("X-Tenant") != j.tenant && r.Header.Get("Authorization") != "Bearer "+q.admin) {
+	if !ok || q.forgot[r.PathValue("id")][node] || (r.Header.Get("X-Tenant") != j.tenant && r.Header.Get("Authorization") != "Bearer "+q.admin) {
 		http.Error(w, "no such job", http.StatusNotFound)
 		return
 	}
@@ -193,6 +206,48 @@ func TestDrainJobsRecordsEveryNodeWhenTimeIsUp(t *testing.T) {
 		if n != len(nodes) {
 			t.Errorf("job %s: %d last views, want one per node", id, n)
 		}
+	}
+}
+
+// TestDrainJobsRecordsAJobGoneFromEveryNode: a job every node answers 404
+// for is recorded at once, one answer per node, and asked no more; a job
+// one node still holds stays pending.
+func TestDrainJobsRecordsAJobGoneFromEveryNode(t *testing.T) {
+	q := newFakeQueue(t, 0)
+	nodes := []backend.Node{q.node(t, "n1"), q.node(t, "n2"), q.node(t, "n3")}
+	rec := NewRecorder()
+	c := jobClients(t, nodes, rec)
+	runEnqueues(t, c, rec, 4)
+	accepted := acceptedJobs(rec.Snapshot().Enqueues)
+	if len(accepted) < 2 {
+		t.Fatalf("%d jobs accepted, want 2 at least", len(accepted))
+	}
+	gone, held := accepted[0].ID, accepted[1].ID
+	q.forget(gone, "n1", "n2", "n3")
+	q.forget(held, "n1", "n2")
+	if left := c.DrainJobs(context.Background(), 500*time.Millisecond); left != len(accepted)-1 {
+		t.Fatalf("%d jobs left, want %d: all but the gone one", left, len(accepted)-1)
+	}
+	views := map[string][]history.JobStatus{}
+	for _, s := range rec.Snapshot().JobStates {
+		views[s.ID] = append(views[s.ID], s)
+	}
+	if len(views[gone]) != len(nodes) {
+		t.Fatalf("gone job: %d views, want one per node: %+v", len(views[gone]), views[gone])
+	}
+	for _, v := range views[gone] {
+		if v.Status != http.StatusNotFound || v.Polls < len(nodes) {
+			t.Errorf("gone job's view = %+v", v)
+		}
+	}
+	var heldBy []string
+	for _, v := range views[held] {
+		if v.Status == http.StatusOK {
+			heldBy = append(heldBy, v.Node)
+		}
+	}
+	if len(heldBy) != 1 || heldBy[0] != "n3" {
+		t.Errorf("job held by n3 only: last views %+v", views[held])
 	}
 }
 
