@@ -7,8 +7,12 @@ import (
 	"github.com/levee/levee/jepsen-lite/history"
 )
 
-// Clock is the run clock: nanoseconds since the run started.
-type Clock struct{ start time.Time }
+// Clock is the run clock: nanoseconds since the run started, on the
+// monotonic clock (time.Since).
+type Clock struct {
+	start time.Time
+	wall  func() time.Time // the wall clock At reads; nil is time.Now (tests step it)
+}
 
 // NewClock starts a run clock at start.
 func NewClock(start time.Time) Clock { return Clock{start: start} }
@@ -19,8 +23,25 @@ func (c Clock) Start() time.Time { return c.start }
 // Now is the run time now.
 func (c Clock) Now() int64 { return time.Since(c.start).Nanoseconds() }
 
-// At maps a wall-clock time onto the run clock.
-func (c Clock) At(t time.Time) int64 { return t.Sub(c.start).Nanoseconds() }
+// At maps a wall-clock time stamped by another process (the demo
+// upstream's call log; JSON carries no monotonic reading) onto the run
+// clock: the run time now less how long ago t was on the wall clock now.
+// Mapping it through the start instant (t − start on the wall clock)
+// carries any step of the host's wall clock since the start (NTP, a VM
+// resumed; the run clock never steps) into the history: a 26 s step in a
+// soak put the upstream's calls 26 s late against everything else, the
+// calls before an upstream outage inside its open breaker periods, and
+// breaker-agreement counted 374 "more than one probe". Only a call
+// stamped before a step and first read after it (within one poll of the
+// call log) is still off by the step.
+func (c Clock) At(t time.Time) int64 {
+	now := time.Now()
+	wall := now
+	if c.wall != nil {
+		wall = c.wall()
+	}
+	return now.Sub(c.start).Nanoseconds() - wall.Round(0).Sub(t.Round(0)).Nanoseconds()
+}
 
 // Recorder collects a run's history from many goroutines.
 type Recorder struct {
