@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee/levee/api"
@@ -55,7 +56,15 @@ type Mesh struct {
 	node         config.Node
 	log          *slog.Logger
 	leaveTimeout time.Duration
+	now          func() time.Time
+	started      atomic.Int64 // UnixNano of Start on now; 0 before
 }
+
+// JoinGrace bounds how long a node with gossip seeds (node.join) stays
+// unready while it has found no peer: past it, a node whose peers are all
+// down (the first of a new cluster, or the last one standing) serves
+// alone.
+const JoinGrace = 10 * time.Second
 
 // New builds the mesh from cfg; it does no I/O until Start.
 func New(cfg *config.Config, d Deps) (*Mesh, error) {
@@ -72,7 +81,10 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 		return nil, err
 	}
 	tlsc := d.Identity.ClientConfig()
-	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout, now: d.Now}
 	m.Client = peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: d.WrapTransport, HTTP2: true,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -122,6 +134,7 @@ func (m *Mesh) Start(ctx context.Context, httpAddr, raftAddr, peerAddr string, h
 		return err
 	}
 	_ = m.Membership.SetBootstrapped(hasRaftState, 0) // before Start it only sets the flag and cannot fail
+	m.started.Store(m.now().UnixNano())
 	if err := m.Membership.Start(ctx); err != nil {
 		return fmt.Errorf("mesh: gossip on node.gossip %s: %w", m.node.Gossip, err)
 	}
@@ -171,14 +184,34 @@ func (m *Mesh) PeerAddr(name string) (string, bool) {
 // later subscriber asks.
 func (m *Mesh) Live() int { return len(m.Ring.Members()) }
 
-// Ready: the node has joined (it sees itself on the ring).
+// Ready: the node has joined: it sees itself on the ring and, when it has
+// gossip seeds, at least one peer there too, or JoinGrace has passed since
+// Start. A restarted node that answered as soon as it saw itself would own
+// every key on its one-member ring and serve its cache file's copies,
+// which the nodes that owned them meanwhile may have replaced (a soak's
+// no-time-travel failure, docs/chaos.md); a load balancer that follows
+// readiness sends it nothing until its ring holds the cluster.
 func (m *Mesh) Ready() error {
+	self, peers := false, 0
 	for _, name := range m.Ring.Members() {
 		if name == m.node.Name {
-			return nil
+			self = true
+		} else {
+			peers++
 		}
 	}
-	return errors.New("not on the ring yet")
+	switch {
+	case !self:
+		return errors.New("not on the ring yet")
+	case peers == 0 && len(m.node.Join) > 0 && m.inJoinGrace():
+		return fmt.Errorf("joining: no peer of node.join found yet (ready alone after %s)", JoinGrace)
+	}
+	return nil
+}
+
+func (m *Mesh) inJoinGrace() bool {
+	started := m.started.Load()
+	return started == 0 || m.now().Sub(time.Unix(0, started)) < JoinGrace
 }
 
 // Status is each member as /-/cluster shows it.

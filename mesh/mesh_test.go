@@ -2,11 +2,13 @@ package mesh
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/levee/levee/cluster"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/ring"
 )
 
 // TestGossipTimingsDefaultToTheLANs: a node given no gossip timings runs
@@ -21,5 +23,53 @@ func TestGossipTimingsDefaultToTheLANs(t *testing.T) {
 	fast.LeaveTimeout = 123 * time.Millisecond
 	if got := membershipConfig(cfg, Deps{Gossip: fast, Logger: slog.New(slog.DiscardHandler)}).Timings; got != fast {
 		t.Errorf("timings given: %+v, want them", got)
+	}
+}
+
+// TestReadyWaitsForAPeerOfItsSeedsWithinTheJoinGrace: a node with gossip
+// seeds is not ready while its ring holds only itself (it would answer as
+// every key's owner from its cache file), until a peer joins or
+// JoinGrace passes; a node without seeds is ready once on its ring.
+func TestReadyWaitsForAPeerOfItsSeedsWithinTheJoinGrace(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name    string
+		join    []string
+		members []string
+		since   time.Duration // since Start; < 0: not started
+		want    string        // "" = ready, else a substring of the error
+	}{
+		{"not on its ring", []string{"n2:7946"}, nil, time.Second, "not on the ring"},
+		{"seeds, alone, just started", []string{"n2:7946"}, []string{"n1"}, 0, "joining"},
+		{"seeds, alone, before Start", []string{"n2:7946"}, []string{"n1"}, -1, "joining"},
+		{"seeds, alone, a moment before the grace ends", []string{"n2:7946"}, []string{"n1"}, JoinGrace - time.Millisecond, "joining"},
+		{"seeds, alone, the grace over", []string{"n2:7946"}, []string{"n1"}, JoinGrace, ""},
+		{"seeds, a peer found", []string{"n2:7946"}, []string{"n1", "n2"}, time.Millisecond, ""},
+		{"no seeds, alone", nil, []string{"n1"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rg, err := ring.New(ring.DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range tc.members {
+				if err := rg.Add(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now := t0
+			m := &Mesh{Ring: rg, node: config.Node{Name: "n1", Join: tc.join}, now: func() time.Time { return now }}
+			if tc.since >= 0 {
+				m.started.Store(t0.UnixNano())
+				now = t0.Add(tc.since)
+			}
+			err = m.Ready()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Ready() = %v, want ready", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Ready() = %v, want an error saying %q", err, tc.want)
+			}
+		})
 	}
 }
