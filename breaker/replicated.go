@@ -15,6 +15,11 @@ import (
 // hashicorp/raft, plus an election.
 const DefaultCatchUpGrace = 15 * time.Second
 
+// DefaultElectionGrace is ReplicatedConfig.ElectionGrace's default: the
+// time a leader election takes with consensus' default timings, and the
+// contact limit after which the node counts itself cut off anyway.
+const DefaultElectionGrace = 3 * time.Second
+
 // DoneFunc reports the outcome of a call a gate let through; failed means
 // the call failed (a slow call counts as failed anyway). It is what
 // proxy.Gate's Allow hands back.
@@ -46,6 +51,18 @@ type ReplicatedConfig struct {
 	// not held to one call at a time forever. Measured on Now. Default
 	// DefaultCatchUpGrace (zero takes it); negative: no grace.
 	CatchUpGrace time.Duration
+	// ElectionGrace is how long committed proposals may fail before the
+	// guard decides a probe in their place. A proposal fails while the
+	// cluster elects a leader (the old one stopped or restarted) even
+	// though the node still counts as Healthy; if every node's guard
+	// probed then, an election would add up to one probe per node to the
+	// cluster's one (a soak's breaker-agreement failure, docs/chaos.md).
+	// Within the grace such a call is refused as the committed state
+	// refuses a probe it has not granted; past it (Raft failing for
+	// longer than an election), the guard decides. Measured on Now from
+	// the first failure since the last committed decision. Default
+	// DefaultElectionGrace (zero takes it); negative: none.
+	ElectionGrace time.Duration
 	// Now is the clock of the guard and the catch-up rule; give it the
 	// committed breaker's. Default time.Now.
 	Now func() time.Time
@@ -58,12 +75,13 @@ type ReplicatedConfig struct {
 // filled in; Node and Committed must still be set.
 func DefaultReplicatedConfig() ReplicatedConfig {
 	return ReplicatedConfig{
-		Healthy:      func() bool { return true },
-		CaughtUp:     func() bool { return true },
-		Restarted:    func() bool { return false },
-		CatchUpGrace: DefaultCatchUpGrace,
-		Now:          time.Now,
-		Logger:       slog.New(slog.DiscardHandler),
+		Healthy:       func() bool { return true },
+		CaughtUp:      func() bool { return true },
+		Restarted:     func() bool { return false },
+		CatchUpGrace:  DefaultCatchUpGrace,
+		ElectionGrace: DefaultElectionGrace,
+		Now:           time.Now,
+		Logger:        slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -86,6 +104,9 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 	c.Restarted = orDefault(c.Restarted, d.Restarted)
 	if c.CatchUpGrace == 0 {
 		c.CatchUpGrace = d.CatchUpGrace
+	}
+	if c.ElectionGrace == 0 {
+		c.ElectionGrace = d.ElectionGrace
 	}
 	if c.Now == nil {
 		c.Now = d.Now
@@ -127,6 +148,9 @@ type Replicated struct {
 	catchUpLast map[string]time.Time // last local probe per route while catching up
 
 	fallbacks atomic.Uint64 // calls the guard decided because a committed proposal failed
+	// failingSince is when committed proposals began failing (UnixNano on
+	// Now), 0 while the last one decided: see ElectionGrace.
+	failingSince atomic.Int64
 }
 
 // Fallbacks counts the calls the local guard decided although the node had
@@ -210,7 +234,12 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 	case byCommitted:
 		done, err := r.allowCommitted(ctx, route, s)
 		if err == nil || errors.Is(err, ErrOpen) {
+			r.failingSince.Store(0)
 			return done, err
+		}
+		if refused := r.inElection(route); refused != nil {
+			r.cfg.Logger.Debug("breaker proposal failed; held open through a leader election", "route", route, "err", err)
+			return nil, refused
 		}
 		r.fallbacks.Add(1)
 		r.cfg.Logger.Warn("breaker proposal failed; local guard decides", "route", route, "err", err)
@@ -233,6 +262,21 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 		}
 	}
 	return r.allowGuard(ctx, route, s, adopt)
+}
+
+// inElection returns the refusal for route while committed proposals
+// have failed for less than ElectionGrace, nil once the guard may decide.
+func (r *Replicated) inElection(route string) *OpenError {
+	if r.cfg.ElectionGrace < 0 {
+		return nil
+	}
+	now := r.cfg.Now()
+	r.failingSince.CompareAndSwap(0, now.UnixNano())
+	left := r.cfg.ElectionGrace - now.Sub(time.Unix(0, r.failingSince.Load()))
+	if left <= 0 {
+		return nil
+	}
+	return &OpenError{Route: route, State: r.committed.View(route).State, RetryAfter: max(minRetryAfter, left)}
 }
 
 // allowCommitted asks the committed breaker and feeds the guard too.

@@ -214,19 +214,45 @@ func TestReplicatedFeedsGuardWhileCommittedDecides(t *testing.T) {
 	wantOpen(t, err, Open, 20*time.Second)
 }
 
-func TestReplicatedFailedProposalLeavesCallToGuard(t *testing.T) {
+// TestReplicatedFailedProposalLeavesCallToGuardAfterAnElection: a probe
+// grant that fails while the node still counts as healthy (an election:
+// the leader stopped) is refused as open for the election grace, so an
+// election adds no probe; past it the guard probes, once.
+func TestReplicatedFailedProposalLeavesCallToGuardAfterAnElection(t *testing.T) {
 	rr := newReplicatedRig(t, time.Minute)
 	rr.r.Start()
 	rr.tripCommitted(t)
 	rr.clock.Advance(DefaultSettings().OpenFor)
 	rr.prop.down.Store(true) // healthy by Raft's view, yet the probe grant fails
+	_, err := rr.allow(t, testRoute)
+	wantOpen(t, err, Open, DefaultElectionGrace)
+	rr.clock.Advance(DefaultElectionGrace - time.Millisecond)
+	_, err = rr.allow(t, testRoute)
+	wantOpen(t, err, Open, time.Second) // the grace's last millisecond, never less than a second
+	if got := rr.r.Fallbacks(); got != 0 {
+		t.Fatalf("Fallbacks = %d within the election grace, want 0", got)
+	}
+	rr.clock.Advance(time.Millisecond)
 	if _, err := rr.allow(t, testRoute); err != nil {
 		t.Fatalf("first call after a failed probe proposal: %v, want the guard's probe", err)
 	}
-	_, err := rr.allow(t, testRoute)
+	_, err = rr.allow(t, testRoute)
 	wantOpen(t, err, HalfOpen, DefaultSettings().ProbeLease)
 	if got := rr.r.Fallbacks(); got != 2 {
-		t.Fatalf("Fallbacks = %d, want 2 (both calls fell back to the guard)", got)
+		t.Fatalf("Fallbacks = %d, want 2 (both calls past the grace fell back to the guard)", got)
+	}
+	// A committed decision ends the failing spell: the next failure starts
+	// a new grace.
+	rr.prop.down.Store(false)
+	rr.clock.Advance(DefaultSettings().ProbeLease)
+	if _, err := rr.allow(t, testRoute); err != nil && !errors.Is(err, ErrOpen) {
+		t.Fatalf("call with the proposer back: %v", err)
+	}
+	rr.prop.down.Store(true)
+	rr.clock.Advance(DefaultSettings().ProbeLease + DefaultSettings().OpenFor)
+	_, err = rr.allow(t, testRoute)
+	if !errors.Is(err, ErrOpen) {
+		t.Fatalf("first failed proposal after a committed decision: %v, want refused as open", err)
 	}
 }
 
