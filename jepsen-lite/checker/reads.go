@@ -52,7 +52,8 @@ func Staleness(h *History, cfg Config) Result {
 // bodies never decrease in completion order. Not judged, and counted:
 // regressions around split faults (splitAround), regressions after a
 // restarting node answered as a key's owner before it rejoined
-// (ownedWhileRejoining), and regressions to a copy saved before a
+// (ownedWhileRejoining), regressions across a node serving a key for its
+// killed owner (servedForADeadOwner), and regressions to a copy saved before a
 // kill-all when the newer copy was fetched too soon before it to be saved
 // (unsavedNewer).
 func NoTimeTravel(h *History, cfg Config) Result {
@@ -62,7 +63,7 @@ func NoTimeTravel(h *History, cfg Config) Result {
 		tenant, key string
 	}
 	last := map[pk]read{}
-	checked, split, rejoining, unsaved := 0, 0, 0, 0
+	checked, split, rejoining, deadOwner, unsaved := 0, 0, 0, 0, 0
 	horizon := cfg.Settle + h.Meta.Routes.Fresh + h.Meta.Routes.Stale
 	for _, r := range reads(h.Ops) {
 		if r.Type != history.OK || r.Version == 0 {
@@ -92,6 +93,15 @@ func NoTimeTravel(h *History, cfg Config) Result {
 				last[k] = r
 				continue
 			}
+			// A node that cannot reach a key's owner (killed, not yet
+			// detected) serves the key itself (README, Availability
+			// first): two such nodes answer from their own copies, one
+			// older than the other's fetch, as across a split.
+			if h.servedForADeadOwner(prev.Op, r.Op, horizon) {
+				deadOwner++
+				last[k] = r
+				continue
+			}
 			// A kill-all loses what was cached since the last periodic
 			// save: the node may come back with the older copy its file
 			// held.
@@ -110,6 +120,7 @@ func NoTimeTravel(h *History, cfg Config) Result {
 	b.fig("process/key histories", "%d", len(last))
 	b.fig("regressions while split (counted, not judged)", "%d", split)
 	b.fig("regressions across a restarted node answering as owner before rejoining (counted, not judged)", "%d", rejoining)
+	b.fig("regressions across a node serving for a killed owner (counted, not judged)", "%d", deadOwner)
 	b.fig("regressions to a saved copy after kill-all (newer one unsaved; counted, not judged)", "%d", unsaved)
 	return b.done()
 }
@@ -135,8 +146,52 @@ func (h *History) actedAsOwner(x, other history.Op, at int64, horizon time.Durat
 		return false
 	}
 	for _, rs := range restarts(h) {
-		if rs.node == x.Node && x.Time >= rs.down && x.Time <= rs.ready && at <= rs.ready+horizon.Nanoseconds() {
+		ready := h.rejoined(rs)
+		if rs.node == x.Node && x.Time >= rs.down && x.Time <= ready && at <= ready+horizon.Nanoseconds() {
 			return true
+		}
+	}
+	return false
+}
+
+// joinGrace is Levee's mesh.JoinGrace: how long a restarted node with
+// gossip seeds stays unready while its ring holds only itself.
+const joinGrace = 10 * time.Second
+
+// rejoined is when the restarted node was back with the cluster. A
+// rolling restart's step records when it answered /-/readyz, which waits
+// for a peer on its ring; a kill window records only when the nemesis
+// restarted its targets, so there it is the node's first membership
+// sample from then on whose ring holds another member, or that end plus
+// joinGrace when no sample shows one sooner.
+func (h *History) rejoined(rs restart) int64 {
+	if !isKill(rs.kind) {
+		return rs.ready
+	}
+	limit := rs.ready + joinGrace.Nanoseconds()
+	for _, m := range h.Members {
+		if m.Node == rs.node && m.Reached && m.Time >= rs.ready && m.Time < limit && len(m.Ring) > 1 {
+			return m.Time
+		}
+	}
+	return limit
+}
+
+// servedForADeadOwner reports whether one of the two reads of a
+// regression was answered by a node other than the owner it named, while
+// a kill of part of the cluster had that owner down, r coming within
+// horizon of the owner's restart. (A whole-cluster restart is the
+// rejoining rule's: every node is down or re-forming then.)
+func (h *History) servedForADeadOwner(newer, r history.Op, horizon time.Duration) bool {
+	for _, x := range []history.Op{newer, r} {
+		if x.Owner == "" || x.Owner == x.Node {
+			continue
+		}
+		for _, rs := range restarts(h) {
+			if isKill(rs.kind) && !isWholeCluster(rs.kind) && rs.node == x.Owner &&
+				x.Time >= rs.down && x.Time <= rs.ready && r.Time <= rs.ready+horizon.Nanoseconds() {
+				return true
+			}
 		}
 	}
 	return false
