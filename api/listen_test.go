@@ -153,10 +153,23 @@ func TestListenerCapsConnectionsWithoutWaiting(t *testing.T) {
 	if !closedWithin(idle, 5*time.Second) {
 		t.Fatal("the idle connection was kept")
 	}
+	// The third's answer reaches the client before net/http marks its
+	// connection idle (finishRequest flushes, then StateIdle): until then
+	// it is active, and a hold dialled in that window is refused while
+	// the third, idle a moment later, makes room for the connection
+	// meant to be reset. The idle one was closed to admit the third, so
+	// the idle connection here is the third's.
+	waitConns(t, l, func(s connlimit.Stats) bool { return s.Active == 1 && s.Idle == 1 })
 	dial(t, l.Addr(), "GET /-/hold HTTP/1.1\r\nHost: levee\r\n\r\n")
-	waitConns(t, l, func(s connlimit.Stats) bool { return s.Active == 2 })
+	waitConns(t, l, func(s connlimit.Stats) bool { return s.Active == 2 && s.Idle == 0 })
+	if got := l.Conns().Closed; got[connlimit.ReasonIdleEvicted] != 2 || got[connlimit.ReasonRefused] != 0 {
+		t.Fatalf("before the connection over max_connections, closed by reason %v; want 2 idle-evicted, none refused", got)
+	}
 	if !resetOnArrival(l.Addr(), healthz) {
-		t.Fatal("a connection over max_connections, every one active, was not reset")
+		t.Fatalf("a connection over max_connections, every one active, was not reset; the listener holds %+v", l.Conns())
+	}
+	if got := l.Conns().Closed[connlimit.ReasonRefused]; got != 1 {
+		t.Fatalf("refused = %d after one connection over max_connections, every one active; want 1", got)
 	}
 }
 
