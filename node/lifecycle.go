@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
@@ -32,7 +30,6 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: node.admin: %w", err)
 		}
 	}
-	n.publishListeners()
 	if err := n.listenInternal(); err != nil {
 		return err
 	}
@@ -128,8 +125,8 @@ func (n *Node) Crash() error { return n.close(false) }
 
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
-		if graceful {
-			n.drainReadiness()
+		if graceful { // /-/readyz answers 503 for node.drain_delay, so load balancers take the node out before it leaves
+			n.api.Drain(n.cfg.Node.DrainDelay.D())
 		}
 		if n.raft != nil {
 			n.raft.Gossip.StopPublishing() // before gossip changes under it
@@ -163,16 +160,6 @@ func (n *Node) close(graceful bool) error {
 	return n.closeErr
 }
 
-// drainReadiness turns /-/readyz to 503 and keeps serving for
-// node.drain_delay, so load balancers take the node out before it leaves.
-func (n *Node) drainReadiness() {
-	n.draining.Store(true)
-	if d := n.cfg.Node.DrainDelay.D(); d > 0 {
-		n.log.Info("draining: /-/readyz answers 503 before the node leaves", "drain_delay", d)
-		time.Sleep(d)
-	}
-}
-
 // announceStop tells the cluster this node is going: gossip hears a leave
 // (peers stop routing to it), then a leader hands leadership over, or,
 // with node.leave_on_terminate, the node gives up its Raft seat. The
@@ -189,23 +176,14 @@ func (n *Node) announceStop() {
 	}
 }
 
-// drain stops the HTTP server and the peer messages' server together:
-// gracefully within node.shutdown_timeout, or at once.
+// drain stops the API's ports, the peer messages' server with them
+// (api.Server.Shutdown has the order): gracefully within
+// node.shutdown_timeout, or at once.
 func (n *Node) drain(graceful bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
 	defer cancel()
 	if !graceful {
 		cancel()
 	}
-	var wg sync.WaitGroup
-	if n.http != nil {
-		wg.Go(func() { n.http.Shutdown(ctx) })
-	}
-	if n.peers != nil {
-		wg.Go(func() { n.peers.Shutdown(ctx) })
-	}
-	wg.Wait()
-	if n.admin != nil { // last: a POST /-/leave in flight still gets its answer
-		n.admin.Shutdown(ctx)
-	}
+	n.api.Shutdown(ctx)
 }

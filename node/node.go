@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -99,17 +98,12 @@ type Node struct {
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
 	admin     *api.Listener        // node.admin; set by Start
-	// listeners are http and admin for the connection series, once Start
-	// has bound them.
-	listeners atomic.Pointer[[]namedListener]
-	internal  *connmux.Mux    // node.raft: Raft and peer messages; set by Start
-	peers     *api.PeerServer // on internal; set by Start
+	internal  *connmux.Mux         // node.raft: Raft and peer messages; set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
 
 	reloader  *reload.Reloader
-	draining  atomic.Bool // a graceful stop began: /-/readyz answers 503
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -174,12 +168,15 @@ func (n *Node) wire() error {
 	if n.jobs, err = n.newJobs(); err != nil {
 		return err
 	}
-	n.registerGauges()
 	if n.cfg.Cache.Persist { // the cache between runs, in data_dir
 		n.persist = replica.CacheFile(filepath.Join(n.cfg.Node.DataDir, cacheFile), n.cfg.Cache.PersistInterval.D(),
 			n.cache.All(), n.engine.Put, n.log.With("subsystem", "persist"))
 	}
-	return n.wireAPI(proposer)
+	if err := n.wireAPI(proposer); err != nil {
+		return err
+	}
+	n.registerGauges()
+	return nil
 }
 
 // wireBreaker returns the gate the engine uses and the proposer admin
@@ -305,7 +302,7 @@ func (n *Node) listenInternal() error {
 	if n.raft != nil {
 		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
 	}
-	n.peers = n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc)
+	n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc) // stopped by n.api.Shutdown
 	n.internal.Serve()
 	return nil
 }
@@ -315,9 +312,6 @@ func (n *Node) listenInternal() error {
 func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
-	}
-	if n.draining.Load() {
-		return errors.New("draining: the node is stopping")
 	}
 	if n.raft != nil {
 		if d := n.raft.Node.Damaged(); d != nil {
@@ -358,7 +352,7 @@ func (n *Node) status() api.ClusterStatus {
 func (n *Node) registerGauges() {
 	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
 	n.metrics.UpstreamGauges(n.upstream)
-	n.metrics.ConnGauges(n.connStats)
+	n.api.Gauges(n.metrics) // its ports' connections
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
 	if n.jobs != nil {
