@@ -241,13 +241,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 }
 
 func (n *Node) wireAPI(proposer breaker.Proposer) error {
-	openFor := func(route string) (time.Duration, error) {
-		if rt, ok := n.engine.Route(route); ok {
-			return rt.Breaker.OpenFor, nil
-		}
-		return 0, fmt.Errorf("%w: %q", proxy.ErrUnknownRoute, route)
-	}
-	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now,
+	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: n.engine.OpenFor, Now: n.opts.Now,
 		Hold: n.pauses.Hold(n.routeHost)}
 	if n.raft != nil {
 		admin = n.raft.Breakers(admin.(*breaker.Admin))
