@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/mesh"
 	"github.com/levee/levee/proxy"
 )
 
@@ -193,8 +195,9 @@ func fastTimings() Timings {
 	g := cluster.FastTimings()
 	g.ProbeInterval, g.ProbeTimeout = 400*time.Millisecond, 300*time.Millisecond
 	g.SuspicionMult = 3
-	return Timings{Gossip: g, Raft: steadyTimings(), RaftReconcile: 200 * time.Millisecond,
-		ContactLimit: 750 * time.Millisecond, PublishPoll: 100 * time.Millisecond, Handoff: time.Second}
+	return Timings{GossipTimings: mesh.GossipTimings{Gossip: g, Handoff: time.Second},
+		RaftTimings: control.RaftTimings{Raft: steadyTimings(), RaftReconcile: 200 * time.Millisecond,
+			ContactLimit: 750 * time.Millisecond, PublishPoll: 100 * time.Millisecond}}
 }
 
 // steadyTimings are Raft timings for in-memory logs that a burst of 1,000

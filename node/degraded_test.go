@@ -16,6 +16,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/internal/testutil"
 )
@@ -42,7 +43,7 @@ func newRaftOnDisk(t *testing.T) *raftOnDisk {
 	cfg.Node.Raft = "127.0.0.1:0"
 	cfg.Cluster.Secret = "a secret for degraded tests"
 	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, SnapshotThreshold: 1,
-		Timings: Timings{Raft: steadyTimings()}}}
+		Timings: Timings{RaftTimings: control.RaftTimings{Raft: steadyTimings()}}}}
 }
 
 // start starts a node on the data dir; Start must succeed.

@@ -141,7 +141,7 @@ func (n *Node) wire() error {
 		}
 	}
 	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = mesh.New(n.cfg, mesh.Deps{Identity: n.identity, Gossip: n.opts.Timings.Gossip, Handoff: n.opts.Timings.Handoff,
+		if n.cluster, err = mesh.New(n.cfg, mesh.Deps{Identity: n.identity, GossipTimings: n.opts.Timings.GossipTimings,
 			WrapTransport: n.opts.WrapPeerTransport, Observer: n.metrics, Tombstones: n.cache, Now: n.opts.Now, Logger: n.log}); err != nil {
 			return err
 		}
