@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/routecfg"
 )
@@ -40,27 +39,27 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
+// startCluster starts the node's Raft log: its own without node.raft
+// (startSolo); else the control plane (a damaged store runs degraded, and
+// without gossip it is a one-voter cluster: control.Plane.Start), the
+// queue's runner, then gossip (node.gossip needs node.raft), which
+// advertises Raft's address ("" when degraded: Raft did not start, the
+// port still serves peers), and the publishing of Raft state to it.
 func (n *Node) startCluster(ctx context.Context) error {
 	if n.solo != nil {
 		return n.startSolo(ctx)
 	}
-	if n.raft == nil {
-		return nil
-	}
-	if err := n.raft.Start(ctx); err != nil { // a damaged store runs degraded: nil
+	if err := n.raft.Start(ctx); err != nil {
 		return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
 	}
-	n.jobs.Start()                 // delivers only while this node leads
-	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
-	switch {
-	case n.cluster != nil:
-		if err := n.cluster.Start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
-			return err
-		}
-		n.raft.Gossip.StartPublishing()
-	default: // raft without gossip: a one-voter cluster
-		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
+	n.jobs.Start() // delivers only while this node leads
+	if n.cluster == nil {
+		return nil
 	}
+	if err := n.cluster.Start(ctx, n.HTTPAddr(), n.raft.Node.Addr(), n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
+		return err
+	}
+	n.raft.Gossip.StartPublishing()
 	return nil
 }
 
@@ -141,8 +140,7 @@ func (n *Node) close(graceful bool) error {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
 		if n.raft != nil {
-			n.raft.CloseProposers() // the pauses' and the budget's, each bounded
-			n.closeErr = n.raft.Node.Close()
+			n.closeErr = n.raft.Close() // the pauses' and the budget's proposals, then Raft
 		}
 		if n.solo != nil {
 			n.closeErr = n.solo.Close()

@@ -293,9 +293,7 @@ func (n *Node) listenInternal() error {
 	if n.cluster != nil {
 		pc.Endpoints = n.cluster.PeerEndpoints(n.engine, n.metrics)
 	}
-	if n.raft != nil {
-		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
-	}
+	pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
 	n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc) // stopped by n.api.Shutdown
 	n.internal.Serve()
 	return nil
@@ -308,8 +306,8 @@ func (n *Node) ready() error {
 		return errors.New("not listening")
 	}
 	if n.raft != nil {
-		if d := n.raft.Node.Damaged(); d != nil {
-			return fmt.Errorf("degraded: %w", d)
+		if err := n.raft.Ready(); err != nil {
+			return err
 		}
 	}
 	if n.solo != nil {
