@@ -89,6 +89,7 @@ type Plane struct {
 	Gossip    *raftgossip.Bridge // gossip view in, Raft state out
 
 	self  string // this node's name, its Raft server ID
+	bind  string // Raft's address (node.raft), for Start's errors
 	alone bool   // no gossip (Config.Members nil): a one-voter cluster
 	log   *slog.Logger
 }
@@ -99,7 +100,7 @@ func New(cfg Config) (*Plane, error) {
 		return nil, errors.New("control: Node and Table are required")
 	}
 	cfg = cfg.withDefaults()
-	p := &Plane{self: cfg.Node, alone: cfg.Members == nil, log: cfg.Logger}
+	p := &Plane{self: cfg.Node, bind: cfg.Consensus.BindAddr, alone: cfg.Members == nil, log: cfg.Logger}
 	cc := cfg.Consensus
 	if cfg.LeaderAddr != nil {
 		f := peerForward{client: cfg.Peers, addr: cfg.LeaderAddr}
@@ -181,7 +182,7 @@ func (p *Plane) breakers(cfg Config) error {
 // true when Start could not read the disk), until the data dir
 // is repaired (docs/runbook.md; Node.Damaged says why, and so does Ready),
 // and Start returns nil. Any other failure, such as the Raft port being
-// taken, is returned. Without gossip the plane is a one-voter cluster: its
+// taken, is returned, naming the port. Without gossip the plane is a one-voter cluster: its
 // only voter, this node, is reconciled once Raft has started.
 func (p *Plane) Start(ctx context.Context) error {
 	p.Breaker.Start()
@@ -191,10 +192,13 @@ func (p *Plane) Start(ctx context.Context) error {
 		p.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
 		return nil
 	}
-	if err == nil && p.alone {
+	if err != nil {
+		return fmt.Errorf("node: raft on node.raft %s: %w", p.bind, err)
+	}
+	if p.alone {
 		p.Node.Reconcile([]consensus.Peer{{ID: p.self, RaftAddr: p.Node.Addr()}})
 	}
-	return err
+	return nil
 }
 
 // Ready is nil unless Raft's store is damaged, and then says the node

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,22 @@ func TestAPlaneOnADamagedStoreServesDegradedAndSaysSo(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAPlaneThatCannotBindSaysWhichPort: a Raft port already taken fails
+// Start, and the error names node.raft's address, so the operator knows
+// which setting to change.
+func TestAPlaneThatCannotBindSaysWhichPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	p := newTestPlane(t, consensus.Config{NodeID: "n1", BindAddr: addr, InMemory: true, Timings: consensus.FastTimings()})
+	err = p.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "node.raft "+addr) {
+		t.Fatalf("Start on a taken port = %v, want an error naming node.raft %s", err, addr)
 	}
 }

@@ -39,20 +39,18 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// startCluster starts the node's Raft log: its own without node.raft
-// (startSolo); else the control plane (a damaged store runs degraded, and
-// without gossip it is a one-voter cluster: control.Plane.Start), the
-// queue's runner, then gossip (node.gossip needs node.raft), which
-// advertises Raft's address ("" when degraded: Raft did not start, the
-// port still serves peers), and the publishing of Raft state to it.
+// startCluster starts the node's Raft log (a damaged store runs degraded:
+// control.Plane.Start, control.Solo.Start; a single node's refuses a
+// cluster member's data dir), then the queue's runner, which delivers
+// only while this node leads the log, then with node.gossip (which needs
+// node.raft) gossip, which advertises Raft's address ("" when degraded:
+// Raft did not start, the port still serves peers), and the publishing of
+// Raft state to it.
 func (n *Node) startCluster(ctx context.Context) error {
-	if n.solo != nil {
-		return n.startSolo(ctx)
+	if err := n.raftLog.Start(ctx); err != nil {
+		return err
 	}
-	if err := n.raft.Start(ctx); err != nil {
-		return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
-	}
-	n.jobs.Start() // delivers only while this node leads
+	n.jobs.Start()
 	if n.cluster == nil {
 		return nil
 	}
@@ -60,19 +58,6 @@ func (n *Node) startCluster(ctx context.Context) error {
 		return err
 	}
 	n.raft.Gossip.StartPublishing()
-	return nil
-}
-
-// startSolo starts the queue's own Raft log on a node without node.raft
-// (a cluster member's data dir is refused: control.Solo.Start), then the
-// runner. The log opens local files and waits on nothing: a stop that
-// arrived meanwhile (ctx done) closes the node once Start is back, in
-// order, as it did a single node before it had a log (cmd/node's serve).
-func (n *Node) startSolo(ctx context.Context) error {
-	if err := n.solo.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	n.jobs.Start() // delivers once its log has elected this node
 	return nil
 }
 
@@ -139,12 +124,7 @@ func (n *Node) close(graceful bool) error {
 		if n.persist != nil {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
-		if n.raft != nil {
-			n.closeErr = n.raft.Close() // the pauses' and the budget's proposals, then Raft
-		}
-		if n.solo != nil {
-			n.closeErr = n.solo.Close()
-		}
+		n.closeErr = n.raftLog.Close() // a Plane's: the pauses' and the budget's proposals, then Raft
 		if n.internal != nil {
 			n.internal.Close()
 		}

@@ -92,8 +92,8 @@ type Node struct {
 	api       *api.Server
 	cluster   *mesh.Mesh           // nil on a single node
 	raft      *control.Plane       // nil without node.raft
-	solo      *control.Solo        // the queue's own Raft log without node.raft; nil with it
-	jobs      *queue.Part          // the job queue, over raft's log or solo's
+	raftLog   raftLog              // raft, or without node.raft the queue's own log (control.Solo)
+	jobs      *queue.Part          // the job queue, over raftLog
 	persist   *cachefile.Keeper    // nil without cache.persist
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
@@ -155,6 +155,9 @@ func (n *Node) wire() error {
 	if n.routeHost, err = routecfg.RouteHost(n.cfg); err != nil {
 		return err
 	}
+	if n.raftLog, err = n.newRaftLog(); err != nil {
+		return err
+	}
 	gate, proposer, err := n.wireBreaker()
 	if err != nil {
 		return err
@@ -183,16 +186,12 @@ func (n *Node) wire() error {
 // commands go through: Raft-replicated with a local guard when node.raft is
 // set, else a local breaker.
 func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
-	if n.cfg.Node.Raft == "" {
+	if n.raft == nil {
 		n.pauses = &pacing.Pauser{Node: n.cfg.Node.Name, Now: n.opts.Now}
 		local := breaker.NewLocal(n.table)
 		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now,
 			Hold: n.pauses.Hold(n.routeHost)})
 		return proxy.GateFunc(b.AllowCall), local, err
-	}
-	var err error
-	if n.raft, err = n.newControl(); err != nil {
-		return nil, nil, err
 	}
 	n.pauses = n.raft.Pauser
 	if n.cluster != nil { // after the ring and replication, which subscribed first
@@ -305,15 +304,8 @@ func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
 	}
-	if n.raft != nil {
-		if err := n.raft.Ready(); err != nil {
-			return err
-		}
-	}
-	if n.solo != nil {
-		if err := n.solo.Ready(); err != nil {
-			return err
-		}
+	if err := n.raftLog.Ready(); err != nil {
+		return err
 	}
 	if n.cluster != nil {
 		return n.cluster.Ready()
@@ -353,12 +345,7 @@ func (n *Node) registerGauges() {
 	if n.cluster != nil {
 		n.cluster.Membership.Gauges(n.metrics)
 	}
-	if n.raft != nil {
-		n.raft.Gauges(n.metrics)
-	}
-	if n.solo != nil {
-		n.solo.Gauges(n.metrics)
-	}
+	n.raftLog.Gauges(n.metrics)
 }
 
 // seats are the explicit ways out of the Raft configuration (api.Seats).

@@ -1,12 +1,38 @@
 package node
 
 import (
+	"context"
 	"net"
 
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/control"
+	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/routecfg"
 )
+
+// raftLog is the Raft log this node runs, which node starts, asks and
+// stops alike: a cluster's control plane (control.Plane, node.raft) or a
+// single node's own (control.Solo), which its queue commits to with no
+// port, no TLS and no secret.
+type raftLog interface {
+	Start(ctx context.Context) error
+	Ready() error
+	Gauges(m *metrics.Metrics)
+	JobLog() control.JobLog
+	Close() error
+}
+
+// newRaftLog builds the control plane with node.raft, else the queue's own
+// log (newSolo); a single node's breaker and pauses stay its own
+// (wireBreaker).
+func (n *Node) newRaftLog() (raftLog, error) {
+	if n.cfg.Node.Raft == "" {
+		return n.newSolo()
+	}
+	var err error
+	n.raft, err = n.newControl()
+	return n.raft, err
+}
 
 // newControl builds the control plane (Raft and the replicated breaker)
 // from the configuration, wired to gossip and the peer channel when the
