@@ -251,16 +251,13 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now, AccessLog: n.cfg.Node.AccessLogShare(),
 		Ready: n.ready, Status: n.status, AdminSeparate: n.cfg.Node.Admin != "",
-		Purge: n.engine,
+		Purge: n.engine, Jobs: n.jobs.Service,
 	}
 	if n.cluster != nil {
 		ac.Peers = n.cluster.Replicator
 	}
 	if n.raft != nil {
 		ac.Seats = n.seats()
-	}
-	if n.jobs != nil {
-		ac.Jobs = n.jobs.Service
 	}
 	ac.Reload = n.reloader.FromSource
 	var err error
@@ -339,9 +336,7 @@ func (n *Node) registerGauges() {
 	n.api.Gauges(n.metrics) // its ports' connections
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
-	if n.jobs != nil {
-		n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
-	}
+	n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
 	if n.cluster != nil {
 		n.cluster.Membership.Gauges(n.metrics)
 	}
