@@ -60,7 +60,7 @@ func newTestClusterWith(t testing.TB, n int, nodeOpts func(i int, o *Options), e
 	upSrv := httptest.NewServer(up)
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
-		opts:   Options{Logger: quietLogger(t), Timings: fastTimings(), RaftInMemory: true},
+		opts:   Options{Logger: quietLogger(t), Timings: fastTimings(), Raft: control.Stores{InMemory: true}},
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
 	for i := range n {
 		cfg := testConfig(t, upSrv.URL)

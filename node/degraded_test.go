@@ -42,7 +42,7 @@ func newRaftOnDisk(t *testing.T) *raftOnDisk {
 	cfg := testConfig(t, upSrv.URL)
 	cfg.Node.Raft = "127.0.0.1:0"
 	cfg.Cluster.Secret = "a secret for degraded tests"
-	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, SnapshotThreshold: 1,
+	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, Raft: control.Stores{SnapshotEvery: 1},
 		Timings: Timings{RaftTimings: control.RaftTimings{Raft: steadyTimings()}}}}
 }
 
@@ -67,7 +67,7 @@ func (r *raftOnDisk) start() *harness {
 	return h
 }
 
-// commitAndStop commits two breaker commands (and, with SnapshotThreshold
+// commitAndStop commits two breaker commands (and, with Raft.SnapshotEvery
 // 1, a snapshot of them), then stops the node, leaving a data dir whose
 // Raft state needs its snapshot.
 func (r *raftOnDisk) commitAndStop() {

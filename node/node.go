@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/cachefile"
@@ -50,15 +48,11 @@ type Options struct {
 	// Timings are the node's failure-detection and spread timings. Default:
 	// each zero field takes its part's default (see Timings).
 	Timings Timings
-	// RaftInMemory keeps Raft's log and snapshots in memory (tests).
-	// Default false: node.data_dir.
-	RaftInMemory bool
-	// SnapshotThreshold, when > 0, makes Raft snapshot after that many
-	// entries (tests of snapshot and restore). Default 0: consensus's.
-	SnapshotThreshold uint64
-	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
-	// raft.InmemTransport to partition nodes). The caller closes it.
-	RaftTransport raft.Transport
+	// Raft keeps the Raft log (the control plane's, or a single node's
+	// own) in memory, snapshots it every few entries, or carries it over
+	// a transport tests partition (control.Stores). Default: the config
+	// file's way, in node.data_dir over node.raft.
+	Raft control.Stores
 	// WrapPeerTransport, when set, wraps the transport of node-to-node
 	// calls (tests inject one that cuts links). Default nil.
 	WrapPeerTransport func(http.RoundTripper) http.RoundTripper

@@ -43,7 +43,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 		return nil, err
 	}
 	t := n.opts.Timings.RaftTimings
-	cc := control.Consensus(n.cfg, t, n.raftStores())
+	cc := control.Consensus(n.cfg, t, n.opts.Raft)
 	cc.TLS, cc.Logger = &consensus.TLS{Server: n.identity.ServerConfig(), Client: n.identity.ClientConfig()}, n.log.With("subsystem", "raft")
 	if cc.Transport == nil { // Raft takes the internal port's other connections
 		cc.Listen = func() (net.Listener, error) { return n.internal.Default(), nil }
@@ -68,12 +68,7 @@ func (n *Node) newControl() (*control.Plane, error) {
 // shortened by the options as a cluster's Raft is.
 func (n *Node) newSolo() (*control.Solo, error) {
 	return control.NewSolo(control.SoloConfig{
-		Node: n.cfg.Node.Name, Consensus: control.SoloConsensus(n.cfg, n.opts.Timings.RaftTimings, n.raftStores()),
+		Node: n.cfg.Node.Name, Consensus: control.SoloConsensus(n.cfg, n.opts.Timings.RaftTimings, n.opts.Raft),
 		Queue: routecfg.QueueMachine(n.cfg), Now: n.opts.Now, OnCommit: n.metrics.Committed, Logger: n.log.With("subsystem", "raft"),
 	})
-}
-
-// raftStores are the options' ways of keeping the Raft log (tests).
-func (n *Node) raftStores() control.Stores {
-	return control.Stores{InMemory: n.opts.RaftInMemory, SnapshotEvery: n.opts.SnapshotThreshold, Transport: n.opts.RaftTransport}
 }
