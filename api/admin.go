@@ -52,6 +52,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		problem(w, r, fmt.Errorf("%w: %w", ErrNotReady, errDraining))
+		return
+	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
 			// Not logged: a state, not a failed request, which a load

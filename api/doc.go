@@ -16,5 +16,8 @@
 //
 // The admin endpoints share the app port (Listen) unless
 // Config.AdminSeparate moves them to ListenAdmin's port, leaving the app
-// port only the probes (ports.go).
+// port only the probes (ports.go). The Server keeps the ports it bound and
+// its peer server, and stops them in order (serving.go): Drain turns
+// /-/readyz to 503 first, Shutdown closes the app and peer ports, then the
+// admin port.
 package api

@@ -84,18 +84,26 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return v
 }
 
+// The listeners' names: their subsystem in the log and their label in the
+// connection series.
+const (
+	appListener   = "http"
+	adminListener = "admin"
+)
+
 // Listener is a Server bound to an address and serving on it.
 type Listener struct {
-	ln  *connlimit.Listener
-	srv *http.Server
-	wg  sync.WaitGroup
-	log *slog.Logger
+	name string // appListener or adminListener
+	ln   *connlimit.Listener
+	srv  *http.Server
+	wg   sync.WaitGroup
+	log  *slog.Logger
 }
 
 // Listen binds addr (port 0 picks one; Addr tells which) and serves s on it
 // until Shutdown, within lc's bounds: the app port.
 func (s *Server) Listen(addr string, lc ListenConfig) (*Listener, error) {
-	return s.listen(addr, lc, s, "http")
+	return s.listen(addr, lc, s, appListener)
 }
 
 // ListenAdmin binds addr and serves the admin endpoints on it until
@@ -106,19 +114,19 @@ func (s *Server) ListenAdmin(addr string, lc ListenConfig) (*Listener, error) {
 	if !s.cfg.AdminSeparate {
 		return nil, errors.New("api: ListenAdmin needs Config.AdminSeparate")
 	}
-	return s.listen(addr, lc, s.adminPort, "admin")
+	return s.listen(addr, lc, s.adminPort, adminListener)
 }
 
-func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem string) (*Listener, error) {
+func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, name string) (*Listener, error) {
 	lc = lc.withDefaults()
 	raw, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	log := s.cfg.Logger.With("subsystem", subsystem)
+	log := s.cfg.Logger.With("subsystem", name)
 	ln := connlimit.New(raw, connlimit.Config{MaxConns: lc.MaxConnections, MaxPending: lc.MaxPendingConnections,
 		MaxPendingPerIP: lc.MaxPendingPerIP, PressureTimeout: min(lc.PressureReadTimeout, lc.ReadTimeout), Logger: log})
-	l := &Listener{ln: ln, log: log, srv: &http.Server{
+	l := &Listener{name: name, ln: ln, log: log, srv: &http.Server{
 		Handler: h,
 		// ReadTimeout covers the headers too (ReadHeaderTimeout unset). It
 		// never cuts a handler short: net/http clears the read deadline
@@ -134,6 +142,7 @@ func (s *Server) listen(addr string, lc ListenConfig, h http.Handler, subsystem 
 			l.log.Error("http server stopped", "err", err)
 		}
 	})
+	s.started.addListener(l)
 	return l, nil
 }
 

@@ -106,6 +106,7 @@ func (s *Server) ServePeers(ln net.Listener, pc PeerConfig) *PeerServer {
 	if pc.Streams != nil {
 		ps.wg.Go(func() { ps.serveStreams(pc.Streams, h, pc.Sender, s.cfg.Logger) })
 	}
+	s.started.addPeers(ps)
 	return ps
 }
 

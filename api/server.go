@@ -81,8 +81,8 @@ type Config struct {
 	Breakers Breakers
 	// Metrics serves GET /metrics. Default nil: 404.
 	Metrics http.Handler
-	// Ready reports readiness for /-/readyz. Default nil: always ready.
-	// The error's text is the problem's detail, scrubbed of addresses, so
+	// Ready reports readiness for /-/readyz. Default nil: always ready
+	// (until Drain, which overrides it). The error's text is the problem's detail, scrubbed of addresses, so
 	// it should be the node's own sentence ("not on the ring yet"): one
 	// wrapping (%w) a network or file error shows a fixed sentence
 	// instead, and one wrapping consensus.ErrDamaged a fixed "degraded:
@@ -145,6 +145,10 @@ type Server struct {
 	ids *requestIDs
 	// adminToken is Config.AdminToken until SetAdminToken replaces it.
 	adminToken atomic.Pointer[string]
+	// started holds the ports and peer server it serves (serving.go).
+	started started
+	// draining is set by Drain: /-/readyz answers 503 from then on.
+	draining atomic.Bool
 }
 
 // New builds a Server; it does no I/O.

@@ -16,11 +16,13 @@ func (p *Plane) UpstreamBudget() upstream.Budget {
 	return p.Budget
 }
 
-// CloseProposers waits for the pauses' proposals in flight and stops the
-// budget's reports (each bounded): before Raft closes under them.
-func (p *Plane) CloseProposers() {
+// Close waits for the pauses' proposals in flight and stops the budget's
+// reports (each bounded), then closes Raft under them
+// (consensus.Node.Close). Safe to call twice and before Start.
+func (p *Plane) Close() error {
 	p.Pauser.Close()
 	p.Budget.Close()
+	return p.Node.Close()
 }
 
 // liveMembers counts gossip's live members, for the budget's safe share;

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -87,7 +88,10 @@ type Plane struct {
 	Proposer  breaker.Proposer   // commits breaker commands (and admin ones)
 	Gossip    *raftgossip.Bridge // gossip view in, Raft state out
 
-	log *slog.Logger
+	self  string // this node's name, its Raft server ID
+	bind  string // Raft's address (node.raft), for Start's errors
+	alone bool   // no gossip (Config.Members nil): a one-voter cluster
+	log   *slog.Logger
 }
 
 // New builds a Plane; it does no I/O.
@@ -96,7 +100,7 @@ func New(cfg Config) (*Plane, error) {
 		return nil, errors.New("control: Node and Table are required")
 	}
 	cfg = cfg.withDefaults()
-	p := &Plane{log: cfg.Logger}
+	p := &Plane{self: cfg.Node, bind: cfg.Consensus.BindAddr, alone: cfg.Members == nil, log: cfg.Logger}
 	cc := cfg.Consensus
 	if cfg.LeaderAddr != nil {
 		f := peerForward{client: cfg.Peers, addr: cfg.LeaderAddr}
@@ -176,8 +180,10 @@ func (p *Plane) breakers(cfg Config) error {
 // grace after Start held to one call per route per open period, as a
 // restarted node that has not caught up: consensus.Node.Restarted stays
 // true when Start could not read the disk), until the data dir
-// is repaired (docs/runbook.md; Node.Damaged says why), and Start returns
-// nil. Any other failure, such as the Raft port being taken, is returned.
+// is repaired (docs/runbook.md; Node.Damaged says why, and so does Ready),
+// and Start returns nil. Any other failure, such as the Raft port being
+// taken, is returned, naming the port. Without gossip the plane is a one-voter cluster: its
+// only voter, this node, is reconciled once Raft has started.
 func (p *Plane) Start(ctx context.Context) error {
 	p.Breaker.Start()
 	p.Budget.Start() // without Raft its reports fail: the leases end into the safe share
@@ -186,7 +192,24 @@ func (p *Plane) Start(ctx context.Context) error {
 		p.log.Error("serving degraded without raft: breakers decided by the local guard", "err", err, "runbook", "docs/runbook.md")
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("node: raft on node.raft %s: %w", p.bind, err)
+	}
+	if p.alone {
+		p.Node.Reconcile([]consensus.Peer{{ID: p.self, RaftAddr: p.Node.Addr()}})
+	}
+	return nil
+}
+
+// Ready is nil unless Raft's store is damaged, and then says the node
+// serves degraded, without Raft (see Start), for /-/readyz: the error
+// wraps the damage (consensus.ErrDamaged), which the API answers with a
+// fixed sentence of its own.
+func (p *Plane) Ready() error {
+	if d := p.Node.Damaged(); d != nil {
+		return fmt.Errorf("degraded: %w", d)
+	}
+	return nil
 }
 
 // AnnounceStop is a graceful stop's word to the Raft group: a leader hands

@@ -3,8 +3,11 @@ package control
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,7 +52,7 @@ func TestAPlaneNotYetStartedLetsOneCallPerRouteThrough(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { p.CloseProposers(); _ = p.Node.Close() })
+			t.Cleanup(func() { _ = p.Close() })
 			if tc.start {
 				if err := p.Start(t.Context()); err != nil {
 					t.Fatal(err)
@@ -95,4 +98,73 @@ func allowedOfBurst(ctx context.Context, p *Plane, n int) int {
 		_ = done(ctx, false)
 	}
 	return allowed
+}
+
+// newTestPlane is a Plane without gossip over cc whose routes all exist;
+// it is closed when the test ends.
+func newTestPlane(t *testing.T, cc consensus.Config) *Plane {
+	t.Helper()
+	p, err := New(Config{Node: "n1", Table: breaker.NewTable(nil), Consensus: cc,
+		Routes: func(string) (breaker.Settings, bool) { return breaker.DefaultSettings(), true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// TestAPlaneWithoutGossipLeadsAloneAndIsReady: with no gossip to learn
+// voters from, Start makes this node the only voter, so it elects itself
+// and commits; its Raft is sound, so it is ready.
+func TestAPlaneWithoutGossipLeadsAloneAndIsReady(t *testing.T) {
+	p := newTestPlane(t, consensus.Config{NodeID: "n1", BindAddr: "127.0.0.1:0", InMemory: true, Timings: consensus.FastTimings()})
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "leadership", p.Node.IsLeader)
+	if voters := p.Node.State().Voters; len(voters) != 1 || voters[0] != "n1" {
+		t.Fatalf("voters %v, want [n1]", voters)
+	}
+	if err := p.Ready(); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
+}
+
+// TestAPlaneOnADamagedStoreServesDegradedAndSaysSo: a raft.db of garbage
+// does not fail Start (the node serves on its local guard), and Ready
+// says the node is degraded, wrapping consensus.ErrDamaged so that the
+// API answers its own fixed sentence; Close is safe twice.
+func TestAPlaneOnADamagedStoreServesDegradedAndSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "raft.db"), bytes.Repeat([]byte("not raft state "), 4096), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPlane(t, consensus.Config{NodeID: "n1", BindAddr: "127.0.0.1:0", DataDir: dir, Timings: consensus.FastTimings()})
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatalf("Start on a damaged store: %v, want nil (degraded)", err)
+	}
+	err := p.Ready()
+	if !errors.Is(err, consensus.ErrDamaged) || !strings.HasPrefix(err.Error(), "degraded: ") {
+		t.Fatalf("Ready = %v, want a degraded error wrapping consensus.ErrDamaged", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAPlaneThatCannotBindSaysWhichPort: a Raft port already taken fails
+// Start, and the error names node.raft's address, so the operator knows
+// which setting to change.
+func TestAPlaneThatCannotBindSaysWhichPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	p := newTestPlane(t, consensus.Config{NodeID: "n1", BindAddr: addr, InMemory: true, Timings: consensus.FastTimings()})
+	err = p.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "node.raft "+addr) {
+		t.Fatalf("Start on a taken port = %v, want an error naming node.raft %s", err, addr)
+	}
 }

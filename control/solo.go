@@ -127,9 +127,12 @@ func NewSolo(cfg SoloConfig) (*Solo, error) {
 // returns nil.
 //
 // Its errors name the data dir and what to do; once started it logs where
-// the queue keeps its jobs.
+// the queue keeps its jobs. ctx's cancellation does not stop it: the log
+// opens local files and waits on nothing, and a stop that arrived
+// meanwhile closes the node once Start is back, in order, as it did a
+// single node before it had a log (cmd/node's serve).
 func (s *Solo) Start(ctx context.Context) error {
-	err := s.Node.Start(ctx)
+	err := s.Node.Start(context.WithoutCancel(ctx))
 	if errors.Is(err, consensus.ErrDamaged) {
 		s.log.Error("serving without the queue's raft log: its store is damaged", "err", err, "runbook", "docs/runbook.md")
 		return nil

@@ -131,3 +131,16 @@ func TestASoloLogOnADamagedStoreRefusesEveryCommitUnsent(t *testing.T) {
 		t.Fatalf("enqueue on a damaged log: %v after %v, want ErrUnavailable at once", err, time.Since(start))
 	}
 }
+
+// TestASoloStartsThoughAStopArrivedMeanwhile: Start waits on nothing, so a
+// context already cancelled (a stop that arrived while the node started)
+// does not fail it; the node closes in order once Start is back.
+func TestASoloStartsThoughAStopArrivedMeanwhile(t *testing.T) {
+	s := newTestSolo(t, t.TempDir())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("Start with a cancelled context: %v", err)
+	}
+	waitUntil(t, "leadership", s.Node.IsLeader)
+}

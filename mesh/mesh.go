@@ -26,12 +26,9 @@ type Deps struct {
 	// Identity is this node's side of mutual TLS on the internal port,
 	// which peer messages are sent over. Required.
 	Identity *clustertls.Identity
-	// Gossip are memberlist's failure-detection timings. Default (zero):
-	// cluster.LANTimings().
-	Gossip cluster.Timings
-	// Handoff is how often entries a member still lacks are pushed again
-	// between membership changes. Default replica's.
-	Handoff time.Duration
+	// GossipTimings are how fast the mesh detects failures and hands
+	// entries off. Default (zero): the LAN defaults named on each field.
+	GossipTimings
 	// WrapTransport, when set, wraps the peer client's transport (tests
 	// cut links with it). Default nil.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -41,6 +38,20 @@ type Deps struct {
 	Tombstones replica.Tombstones
 	Now        func() time.Time
 	Logger     *slog.Logger
+}
+
+// GossipTimings are how fast the mesh detects failures and spreads
+// state. They are not in the config file: the defaults suit a LAN, and
+// tests shorten them (node.Timings carries them). A zero field takes the
+// default named on it.
+type GossipTimings struct {
+	// Gossip is memberlist's failure detection and spread. Default
+	// cluster.LANTimings(): a crashed peer is declared dead in about 5 s.
+	Gossip cluster.Timings
+	// Handoff is how often entries a member still lacks are pushed again
+	// between membership changes (replica.Config.HandoffInterval). Default
+	// 3s.
+	Handoff time.Duration
 }
 
 // Mesh is membership, the ring and replication, wired together. Its

@@ -21,7 +21,7 @@ func TestGossipTimingsDefaultToTheLANs(t *testing.T) {
 	}
 	fast := cluster.FastTimings()
 	fast.LeaveTimeout = 123 * time.Millisecond
-	if got := membershipConfig(cfg, Deps{Gossip: fast, Logger: slog.New(slog.DiscardHandler)}).Timings; got != fast {
+	if got := membershipConfig(cfg, Deps{GossipTimings: GossipTimings{Gossip: fast}, Logger: slog.New(slog.DiscardHandler)}).Timings; got != fast {
 		t.Errorf("timings given: %+v, want them", got)
 	}
 }

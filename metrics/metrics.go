@@ -235,6 +235,10 @@ func (m *Metrics) JobAttempt(host, outcome string, delay time.Duration) {
 	}
 }
 
+// Committed observes one Raft proposal's commit latency
+// (levee_raft_commit_seconds).
+func (m *Metrics) Committed(d time.Duration) { m.CommitLatency.Observe(d.Seconds()) }
+
 // RejectedCommand counts one forwarded Raft command the leader refused.
 func (m *Metrics) RejectedCommand(reason string) { m.RejectedCommands.WithLabelValues(reason).Inc() }
 

@@ -128,3 +128,17 @@ func TestConnGaugesExportListenersByStateAndReason(t *testing.T) {
 		}
 	}
 }
+
+// TestCommittedObservesCommitLatencyInSeconds: each commit is one sample
+// of levee_raft_commit_seconds, in seconds.
+func TestCommittedObservesCommitLatencyInSeconds(t *testing.T) {
+	m := New()
+	m.Committed(2 * time.Millisecond)
+	m.Committed(300 * time.Millisecond)
+	got := scrape(t, m)
+	for _, want := range []string{"levee_raft_commit_seconds_count 2", "levee_raft_commit_seconds_sum 0.302", `levee_raft_commit_seconds_bucket{le="0.0025"} 1`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
+}

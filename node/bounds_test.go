@@ -222,7 +222,7 @@ var clusterKeys = []string{"node.gossip=127.0.0.1:0", "node.raft=127.0.0.1:0", "
 func boundsOptions(t *testing.T, cluster bool) Options {
 	o := Options{Logger: quietLogger(t)}
 	if cluster {
-		o.RaftInMemory, o.Timings = true, fastTimings()
+		o.Raft.InMemory, o.Timings = true, fastTimings()
 	}
 	return o
 }

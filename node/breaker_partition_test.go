@@ -56,7 +56,7 @@ func (net inmemNet) isolate(k int) {
 	}
 }
 
-func (net inmemNet) opts(i int, o *Options) { o.RaftTransport = net[i] }
+func (net inmemNet) opts(i int, o *Options) { o.Raft.Transport = net[i] }
 
 // TestMinorityPartitionKeepsCommittedOpenAndGuards: a node cut off from the Raft quorum loses its
 // leader, keeps its last committed state, and its local guard stops calling
@@ -113,7 +113,7 @@ func TestMinorityPartitionKeepsCommittedOpenAndGuards(t *testing.T) {
 // diskRaft keeps Raft on disk and snapshots every 8 entries; disk syncs
 // under -race need slower timings than fastTimings'.
 func diskRaft(_ int, o *Options) {
-	o.RaftInMemory, o.SnapshotThreshold = false, 8
+	o.Raft.InMemory, o.Raft.SnapshotEvery = false, 8
 	o.Timings.Raft = diskTimings()
 }
 

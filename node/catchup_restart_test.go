@@ -16,7 +16,7 @@ import (
 func catchupRaft(net inmemNet, grace time.Duration) func(int, *Options) {
 	return func(i int, o *Options) {
 		net.opts(i, o)
-		o.RaftInMemory, o.Timings.CatchUpGrace = false, grace
+		o.Raft.InMemory, o.Timings.CatchUpGrace = false, grace
 		o.Timings.Raft = diskTimings()
 	}
 }

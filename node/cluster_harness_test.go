@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/demoupstream"
+	"github.com/levee/levee/mesh"
 	"github.com/levee/levee/proxy"
 )
 
@@ -58,7 +60,7 @@ func newTestClusterWith(t testing.TB, n int, nodeOpts func(i int, o *Options), e
 	upSrv := httptest.NewServer(up)
 	tr := &http.Transport{MaxIdleConnsPerHost: 256}
 	c := &testCluster{t: t, up: up, upURL: upSrv.URL, nodes: make([]*Node, n),
-		opts:   Options{Logger: quietLogger(t), Timings: fastTimings(), RaftInMemory: true},
+		opts:   Options{Logger: quietLogger(t), Timings: fastTimings(), Raft: control.Stores{InMemory: true}},
 		client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, tr: tr}
 	for i := range n {
 		cfg := testConfig(t, upSrv.URL)
@@ -193,8 +195,9 @@ func fastTimings() Timings {
 	g := cluster.FastTimings()
 	g.ProbeInterval, g.ProbeTimeout = 400*time.Millisecond, 300*time.Millisecond
 	g.SuspicionMult = 3
-	return Timings{Gossip: g, Raft: steadyTimings(), RaftReconcile: 200 * time.Millisecond,
-		ContactLimit: 750 * time.Millisecond, PublishPoll: 100 * time.Millisecond, Handoff: time.Second}
+	return Timings{GossipTimings: mesh.GossipTimings{Gossip: g, Handoff: time.Second},
+		RaftTimings: control.RaftTimings{Raft: steadyTimings(), RaftReconcile: 200 * time.Millisecond,
+			ContactLimit: 750 * time.Millisecond, PublishPoll: 100 * time.Millisecond}}
 }
 
 // steadyTimings are Raft timings for in-memory logs that a burst of 1,000

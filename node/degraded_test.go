@@ -16,6 +16,7 @@ import (
 
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/demoupstream"
 	"github.com/levee/levee/internal/testutil"
 )
@@ -41,8 +42,8 @@ func newRaftOnDisk(t *testing.T) *raftOnDisk {
 	cfg := testConfig(t, upSrv.URL)
 	cfg.Node.Raft = "127.0.0.1:0"
 	cfg.Cluster.Secret = "a secret for degraded tests"
-	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, SnapshotThreshold: 1,
-		Timings: Timings{Raft: steadyTimings()}}}
+	return &raftOnDisk{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: newFakeClock().Now, Raft: control.Stores{SnapshotEvery: 1},
+		Timings: Timings{RaftTimings: control.RaftTimings{Raft: steadyTimings()}}}}
 }
 
 // start starts a node on the data dir; Start must succeed.
@@ -66,7 +67,7 @@ func (r *raftOnDisk) start() *harness {
 	return h
 }
 
-// commitAndStop commits two breaker commands (and, with SnapshotThreshold
+// commitAndStop commits two breaker commands (and, with Raft.SnapshotEvery
 // 1, a snapshot of them), then stops the node, leaving a data dir whose
 // Raft state needs its snapshot.
 func (r *raftOnDisk) commitAndStop() {

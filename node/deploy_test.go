@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/metrics"
 )
 
@@ -114,7 +115,7 @@ func registeredFamilies(t *testing.T) map[string]string {
 	cfg := testConfig(t, "http://127.0.0.1:1")
 	cfg.Node.Gossip, cfg.Node.Raft = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Cluster.Secret = clusterSecret
-	n, err := New(cfg, Options{Logger: quietLogger(t), RaftInMemory: true})
+	n, err := New(cfg, Options{Logger: quietLogger(t), Raft: control.Stores{InMemory: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

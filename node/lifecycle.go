@@ -3,10 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
-	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/routecfg"
 )
@@ -32,7 +29,6 @@ func (n *Node) Start(ctx context.Context) error {
 			return fmt.Errorf("node: node.admin: %w", err)
 		}
 	}
-	n.publishListeners()
 	if err := n.listenInternal(); err != nil {
 		return err
 	}
@@ -43,40 +39,25 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
+// startCluster starts the node's Raft log (a damaged store runs degraded:
+// control.Plane.Start, control.Solo.Start; a single node's refuses a
+// cluster member's data dir), then the queue's runner, which delivers
+// only while this node leads the log, then with node.gossip (which needs
+// node.raft) gossip, which advertises Raft's address ("" when degraded:
+// Raft did not start, the port still serves peers), and the publishing of
+// Raft state to it.
 func (n *Node) startCluster(ctx context.Context) error {
-	if n.solo != nil {
-		return n.startSolo(ctx)
-	}
-	if n.raft == nil {
-		return nil
-	}
-	if err := n.raft.Start(ctx); err != nil { // a damaged store runs degraded: nil
-		return fmt.Errorf("node: raft on node.raft %s: %w", n.cfg.Node.Raft, err)
-	}
-	n.jobs.Start()                 // delivers only while this node leads
-	raftAddr := n.raft.Node.Addr() // "" when degraded: Raft did not start, the port still serves peers
-	switch {
-	case n.cluster != nil:
-		if err := n.cluster.Start(ctx, n.HTTPAddr(), raftAddr, n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
-			return err
-		}
-		n.raft.Gossip.StartPublishing()
-	default: // raft without gossip: a one-voter cluster
-		n.raft.Node.Reconcile([]consensus.Peer{{ID: n.cfg.Node.Name, RaftAddr: raftAddr}})
-	}
-	return nil
-}
-
-// startSolo starts the queue's own Raft log on a node without node.raft
-// (a cluster member's data dir is refused: control.Solo.Start), then the
-// runner. The log opens local files and waits on nothing: a stop that
-// arrived meanwhile (ctx done) closes the node once Start is back, in
-// order, as it did a single node before it had a log (cmd/node's serve).
-func (n *Node) startSolo(ctx context.Context) error {
-	if err := n.solo.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := n.raftLog.Start(ctx); err != nil {
 		return err
 	}
-	n.jobs.Start() // delivers once its log has elected this node
+	n.jobs.Start()
+	if n.cluster == nil {
+		return nil
+	}
+	if err := n.cluster.Start(ctx, n.HTTPAddr(), n.raft.Node.Addr(), n.internal.Addr().String(), n.raft.Node.HasState()); err != nil {
+		return err
+	}
+	n.raft.Gossip.StartPublishing()
 	return nil
 }
 
@@ -128,8 +109,8 @@ func (n *Node) Crash() error { return n.close(false) }
 
 func (n *Node) close(graceful bool) error {
 	n.closeOnce.Do(func() {
-		if graceful {
-			n.drainReadiness()
+		if graceful { // /-/readyz answers 503 for node.drain_delay, so load balancers take the node out before it leaves
+			n.api.Drain(n.cfg.Node.DrainDelay.D())
 		}
 		if n.raft != nil {
 			n.raft.Gossip.StopPublishing() // before gossip changes under it
@@ -143,13 +124,7 @@ func (n *Node) close(graceful bool) error {
 		if n.persist != nil {
 			n.persist.Stop(graceful) // a kill saves nothing: the last periodic save stands
 		}
-		if n.raft != nil {
-			n.raft.CloseProposers() // the pauses' and the budget's, each bounded
-			n.closeErr = n.raft.Node.Close()
-		}
-		if n.solo != nil {
-			n.closeErr = n.solo.Close()
-		}
+		n.closeErr = n.raftLog.Close() // a Plane's: the pauses' and the budget's proposals, then Raft
 		if n.internal != nil {
 			n.internal.Close()
 		}
@@ -161,16 +136,6 @@ func (n *Node) close(graceful bool) error {
 		n.log.Info("node stopped", "graceful", graceful)
 	})
 	return n.closeErr
-}
-
-// drainReadiness turns /-/readyz to 503 and keeps serving for
-// node.drain_delay, so load balancers take the node out before it leaves.
-func (n *Node) drainReadiness() {
-	n.draining.Store(true)
-	if d := n.cfg.Node.DrainDelay.D(); d > 0 {
-		n.log.Info("draining: /-/readyz answers 503 before the node leaves", "drain_delay", d)
-		time.Sleep(d)
-	}
 }
 
 // announceStop tells the cluster this node is going: gossip hears a leave
@@ -189,23 +154,14 @@ func (n *Node) announceStop() {
 	}
 }
 
-// drain stops the HTTP server and the peer messages' server together:
-// gracefully within node.shutdown_timeout, or at once.
+// drain stops the API's ports, the peer messages' server with them
+// (api.Server.Shutdown has the order): gracefully within
+// node.shutdown_timeout, or at once.
 func (n *Node) drain(graceful bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Node.ShutdownTimeout.D())
 	defer cancel()
 	if !graceful {
 		cancel()
 	}
-	var wg sync.WaitGroup
-	if n.http != nil {
-		wg.Go(func() { n.http.Shutdown(ctx) })
-	}
-	if n.peers != nil {
-		wg.Go(func() { n.peers.Shutdown(ctx) })
-	}
-	wg.Wait()
-	if n.admin != nil { // last: a POST /-/leave in flight still gets its answer
-		n.admin.Shutdown(ctx)
-	}
+	n.api.Shutdown(ctx)
 }

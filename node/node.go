@@ -7,10 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
@@ -51,15 +48,11 @@ type Options struct {
 	// Timings are the node's failure-detection and spread timings. Default:
 	// each zero field takes its part's default (see Timings).
 	Timings Timings
-	// RaftInMemory keeps Raft's log and snapshots in memory (tests).
-	// Default false: node.data_dir.
-	RaftInMemory bool
-	// SnapshotThreshold, when > 0, makes Raft snapshot after that many
-	// entries (tests of snapshot and restore). Default 0: consensus's.
-	SnapshotThreshold uint64
-	// RaftTransport, when set, replaces Raft's TCP transport (tests inject
-	// raft.InmemTransport to partition nodes). The caller closes it.
-	RaftTransport raft.Transport
+	// Raft keeps the Raft log (the control plane's, or a single node's
+	// own) in memory, snapshots it every few entries, or carries it over
+	// a transport tests partition (control.Stores). Default: the config
+	// file's way, in node.data_dir over node.raft.
+	Raft control.Stores
 	// WrapPeerTransport, when set, wraps the transport of node-to-node
 	// calls (tests inject one that cuts links). Default nil.
 	WrapPeerTransport func(http.RoundTripper) http.RoundTripper
@@ -93,23 +86,18 @@ type Node struct {
 	api       *api.Server
 	cluster   *mesh.Mesh           // nil on a single node
 	raft      *control.Plane       // nil without node.raft
-	solo      *control.Solo        // the queue's own Raft log without node.raft; nil with it
-	jobs      *queue.Part          // the job queue, over raft's log or solo's
+	raftLog   raftLog              // raft, or without node.raft the queue's own log (control.Solo)
+	jobs      *queue.Part          // the job queue, over raftLog
 	persist   *cachefile.Keeper    // nil without cache.persist
 	identity  *clustertls.Identity // this node's certificate; nil without node.raft
 	http      *api.Listener        // set by Start
 	admin     *api.Listener        // node.admin; set by Start
-	// listeners are http and admin for the connection series, once Start
-	// has bound them.
-	listeners atomic.Pointer[[]namedListener]
-	internal  *connmux.Mux    // node.raft: Raft and peer messages; set by Start
-	peers     *api.PeerServer // on internal; set by Start
+	internal  *connmux.Mux         // node.raft: Raft and peer messages; set by Start
 
 	left     chan struct{} // closed once Leave has given up the Raft seat
 	leftOnce sync.Once
 
 	reloader  *reload.Reloader
-	draining  atomic.Bool // a graceful stop began: /-/readyz answers 503
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -147,7 +135,7 @@ func (n *Node) wire() error {
 		}
 	}
 	if n.cfg.Node.Gossip != "" {
-		if n.cluster, err = mesh.New(n.cfg, mesh.Deps{Identity: n.identity, Gossip: n.opts.Timings.Gossip, Handoff: n.opts.Timings.Handoff,
+		if n.cluster, err = mesh.New(n.cfg, mesh.Deps{Identity: n.identity, GossipTimings: n.opts.Timings.GossipTimings,
 			WrapTransport: n.opts.WrapPeerTransport, Observer: n.metrics, Tombstones: n.cache, Now: n.opts.Now, Logger: n.log}); err != nil {
 			return err
 		}
@@ -159,6 +147,9 @@ func (n *Node) wire() error {
 	}
 	n.table = breaker.NewTable(n.onTransition)
 	if n.routeHost, err = routecfg.RouteHost(n.cfg); err != nil {
+		return err
+	}
+	if n.raftLog, err = n.newRaftLog(); err != nil {
 		return err
 	}
 	gate, proposer, err := n.wireBreaker()
@@ -174,28 +165,27 @@ func (n *Node) wire() error {
 	if n.jobs, err = n.newJobs(); err != nil {
 		return err
 	}
-	n.registerGauges()
 	if n.cfg.Cache.Persist { // the cache between runs, in data_dir
 		n.persist = replica.CacheFile(filepath.Join(n.cfg.Node.DataDir, cacheFile), n.cfg.Cache.PersistInterval.D(),
 			n.cache.All(), n.engine.Put, n.log.With("subsystem", "persist"))
 	}
-	return n.wireAPI(proposer)
+	if err := n.wireAPI(proposer); err != nil {
+		return err
+	}
+	n.registerGauges()
+	return nil
 }
 
 // wireBreaker returns the gate the engine uses and the proposer admin
 // commands go through: Raft-replicated with a local guard when node.raft is
 // set, else a local breaker.
 func (n *Node) wireBreaker() (proxy.Gate, breaker.Proposer, error) {
-	if n.cfg.Node.Raft == "" {
+	if n.raft == nil {
 		n.pauses = &pacing.Pauser{Node: n.cfg.Node.Name, Now: n.opts.Now}
 		local := breaker.NewLocal(n.table)
 		b, err := breaker.New(breaker.Config{Node: n.cfg.Node.Name, Proposer: local, Reader: local, Now: n.opts.Now,
 			Hold: n.pauses.Hold(n.routeHost)})
 		return proxy.GateFunc(b.AllowCall), local, err
-	}
-	var err error
-	if n.raft, err = n.newControl(); err != nil {
-		return nil, nil, err
 	}
 	n.pauses = n.raft.Pauser
 	if n.cluster != nil { // after the ring and replication, which subscribed first
@@ -244,13 +234,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 }
 
 func (n *Node) wireAPI(proposer breaker.Proposer) error {
-	openFor := func(route string) (time.Duration, error) {
-		if rt, ok := n.engine.Route(route); ok {
-			return rt.Breaker.OpenFor, nil
-		}
-		return 0, fmt.Errorf("%w: %q", proxy.ErrUnknownRoute, route)
-	}
-	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: openFor, Now: n.opts.Now,
+	var admin api.Breakers = &breaker.Admin{Node: n.cfg.Node.Name, Table: n.table, Proposer: proposer, OpenFor: n.engine.OpenFor, Now: n.opts.Now,
 		Hold: n.pauses.Hold(n.routeHost)}
 	if n.raft != nil {
 		admin = n.raft.Breakers(admin.(*breaker.Admin))
@@ -261,16 +245,13 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		MaxRequestBody: n.cfg.Node.MaxRequestBody.Int64(), AdminToken: n.cfg.Cluster.AdminToken,
 		Observer: n.metrics, Logger: n.log.With("subsystem", "api"), Now: n.opts.Now, AccessLog: n.cfg.Node.AccessLogShare(),
 		Ready: n.ready, Status: n.status, AdminSeparate: n.cfg.Node.Admin != "",
-		Purge: n.engine,
+		Purge: n.engine, Jobs: n.jobs.Service,
 	}
 	if n.cluster != nil {
 		ac.Peers = n.cluster.Replicator
 	}
 	if n.raft != nil {
 		ac.Seats = n.seats()
-	}
-	if n.jobs != nil {
-		ac.Jobs = n.jobs.Service
 	}
 	ac.Reload = n.reloader.FromSource
 	var err error
@@ -302,10 +283,8 @@ func (n *Node) listenInternal() error {
 	if n.cluster != nil {
 		pc.Endpoints = n.cluster.PeerEndpoints(n.engine, n.metrics)
 	}
-	if n.raft != nil {
-		pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
-	}
-	n.peers = n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc)
+	pc.Raft, pc.RaftRemove = n.raft.Node, n.raft.Node
+	n.api.ServePeers(n.internal.Listener(connmux.KindPeer), pc) // stopped by n.api.Shutdown
 	n.internal.Serve()
 	return nil
 }
@@ -316,18 +295,8 @@ func (n *Node) ready() error {
 	if n.http == nil {
 		return errors.New("not listening")
 	}
-	if n.draining.Load() {
-		return errors.New("draining: the node is stopping")
-	}
-	if n.raft != nil {
-		if d := n.raft.Node.Damaged(); d != nil {
-			return fmt.Errorf("degraded: %w", d)
-		}
-	}
-	if n.solo != nil {
-		if err := n.solo.Ready(); err != nil {
-			return err
-		}
+	if err := n.raftLog.Ready(); err != nil {
+		return err
 	}
 	if n.cluster != nil {
 		return n.cluster.Ready()
@@ -358,21 +327,14 @@ func (n *Node) status() api.ClusterStatus {
 func (n *Node) registerGauges() {
 	n.metrics.CacheGauges(func() metrics.CacheStats { return metrics.CacheStats(n.cache.Stats()) }, n.cfg.Cache.MaxBytes.Int64())
 	n.metrics.UpstreamGauges(n.upstream)
-	n.metrics.ConnGauges(n.connStats)
+	n.api.Gauges(n.metrics) // its ports' connections
 	n.engine.Gauges(n.metrics)
 	n.pauses.Gauges(n.metrics)
-	if n.jobs != nil {
-		n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
-	}
+	n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
 	if n.cluster != nil {
 		n.cluster.Membership.Gauges(n.metrics)
 	}
-	if n.raft != nil {
-		n.raft.Gauges(n.metrics)
-	}
-	if n.solo != nil {
-		n.solo.Gauges(n.metrics)
-	}
+	n.raftLog.Gauges(n.metrics)
 }
 
 // seats are the explicit ways out of the Raft configuration (api.Seats).

@@ -20,7 +20,7 @@ func BenchmarkQueueAccept(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			_, upURL := newJobUpstream(b)
-			disk := func(_ int, o *Options) { o.RaftInMemory, o.Timings.Raft = false, diskTimings() }
+			disk := func(_ int, o *Options) { o.Raft.InMemory, o.Timings.Raft = false, diskTimings() }
 			c := newTestClusterWith(b, n, disk, queueEdit(upURL, 10*time.Second), func(_ int, cfg *config.Config) {
 				cfg.Queue.MaxJobs, cfg.Queue.MaxBytes = 1_000_000, 1<<30
 				cfg.Queue.RateLimit.Tokens, cfg.Queue.RateLimit.RefillPerSecond = 1000, 1000

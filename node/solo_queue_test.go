@@ -82,7 +82,7 @@ func newSoloNode(t *testing.T, upURL string) *soloNode {
 	if cfg.Node.Raft != "" || cfg.Node.Gossip != "" || cfg.Cluster.Secret != "" {
 		t.Fatal("a single node's test config names raft, gossip or a secret")
 	}
-	return &soloNode{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: time.Now, Timings: Timings{Raft: steadyTimings()}}}
+	return &soloNode{t: t, cfg: cfg, opts: Options{Logger: testLogger(t), Now: time.Now, Timings: Timings{RaftTimings: control.RaftTimings{Raft: steadyTimings()}}}}
 }
 
 // start starts a node on the data dir; Start must succeed.

@@ -22,6 +22,7 @@ import (
 	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/connmux"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/internal/testutil"
 	"github.com/levee/levee/node"
 	"github.com/levee/levee/peer"
@@ -185,7 +186,7 @@ func (c *upgradeCluster) startAll() {
 		// snapshot that the second start loads. The in-process timings
 		// (node.FastTimings) elect in a fraction of the LAN defaults' 1 s
 		// heartbeat; the data dirs, not the timings, are under test.
-		opts := node.Options{Logger: testutil.Logger(c.t, slog.LevelInfo).With("test_node", name), SnapshotThreshold: 4,
+		opts := node.Options{Logger: testutil.Logger(c.t, slog.LevelInfo).With("test_node", name), Raft: control.Stores{SnapshotEvery: 4},
 			Timings: node.FastTimings()}
 		n, err := node.New(cfg, opts)
 		if err != nil {

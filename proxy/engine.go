@@ -90,6 +90,18 @@ func (e *Engine) Route(name string) (*Route, bool) {
 	return rt, ok
 }
 
+// OpenFor is how long the named route's breaker stays open, as its
+// settings stand now (a reload may have changed them): the period an
+// operator's force-open holds (breaker.Admin.OpenFor). An unknown route is
+// ErrUnknownRoute.
+func (e *Engine) OpenFor(route string) (time.Duration, error) {
+	rt, ok := e.route(route)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrUnknownRoute, route)
+	}
+	return rt.Breaker.OpenFor, nil
+}
+
 // RoutingKey returns the key that decides which node owns r: every method and
 // variant of one URL and tenant share it, so one node coalesces them all. A
 // request the route refuses (see prepare) is an error wrapping

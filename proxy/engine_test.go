@@ -369,3 +369,37 @@ func TestA304ForbiddingStorageOvertakesNoReadBesideIt(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenForFollowsTheRoutesSettings: a route's open period is read as
+// its settings stand, after a reload too; an unknown route is
+// ErrUnknownRoute, so a force-open of it is refused as not found.
+func TestOpenForFollowsTheRoutesSettings(t *testing.T) {
+	rt := testRoute()
+	rg := newRig(t, rt)
+	tests := []struct {
+		name    string
+		openFor time.Duration // set by a reload first; 0 keeps testRoute's
+		route   string
+		want    time.Duration
+		wantErr error
+	}{
+		{"configured route", 0, "comments", rt.Breaker.OpenFor, nil},
+		{"after a reload", 42 * time.Second, "comments", 42 * time.Second, nil},
+		{"unknown route", 0, "nope", 0, ErrUnknownRoute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.openFor > 0 {
+				next := *rt
+				next.Breaker.OpenFor = tt.openFor
+				if err := rg.engine.SetRoutes([]*Route{&next}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := rg.engine.OpenFor(tt.route)
+			if !errors.Is(err, tt.wantErr) || got != tt.want {
+				t.Fatalf("OpenFor(%q) = %v, %v; want %v, %v", tt.route, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

@@ -6,11 +6,31 @@ import (
 	"github.com/levee/levee/metrics"
 )
 
-// HostsOf is every upstream host the page shows, each with this node's
+// hosts is every upstream host the page shows (hostsOf), read from the
+// node's counters, its routes and the pauses.
+func (src Source) hosts() []Host {
+	var counters map[string]*metrics.HostCounters
+	if src.Hosts != nil {
+		counters = src.Hosts()
+	}
+	var paused map[string]time.Time
+	if src.Paused != nil {
+		paused = src.Paused()
+	}
+	routeHosts := make([]string, 0, len(src.Routes))
+	for _, rt := range src.Routes {
+		if rt.Host != "" {
+			routeHosts = append(routeHosts, rt.Host)
+		}
+	}
+	return hostsOf(counters, routeHosts, paused)
+}
+
+// hostsOf is every upstream host the page shows, each with this node's
 // counters of it and its pause: the hosts counters names (this node called
 // them), routeHosts (the routes' own, shown before any call) and any host
 // in paused (the cluster paused it, whoever called).
-func HostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time) []Host {
+func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time) []Host {
 	all := make(map[string]metrics.HostCounters, len(counters)+len(routeHosts))
 	for h, c := range counters {
 		all[h] = *c

@@ -22,17 +22,21 @@ type Source struct {
 	// Status is the /-/cluster document: members with their state and
 	// ring share, and this node's view of Raft. Required.
 	Status func() api.ClusterStatus
-	// Routes are the configured routes' names: a route whose breaker never
-	// changed has no view yet and is shown closed. Default nil.
-	Routes []string
+	// Routes are the configured routes (routecfg.Infos): a route whose
+	// breaker never changed has no view yet and is shown closed, and a
+	// route's upstream host is shown before any call to it. Default nil.
+	Routes []api.RouteInfo
 	// Breakers are the committed breaker views (api.Breakers.Views).
 	// Default nil: no breaker section.
 	Breakers func() []breaker.View
 	// History holds each route's last transitions. Default nil: none shown.
 	History *History
-	// Hosts are the upstream hosts with this node's counters and the
-	// cluster's pauses. Default nil: hosts appear only through the queue.
-	Hosts func() []Host
+	// Hosts are this node's counters of each upstream host it called
+	// (metrics.Metrics.Hosts). Default nil: no counters.
+	Hosts func() map[string]*metrics.HostCounters
+	// Paused are the hosts paused now, by the cluster or this node, with
+	// when each pause ends (pacing.Pauser.Paused). Default nil: none.
+	Paused func() map[string]time.Time
 	// Queue is the durable queue's table at a glance (queue.Table.Stats).
 	// Default nil: this node has no queue.
 	Queue func() queue.Stats
@@ -123,9 +127,7 @@ func (src Source) snapshot() State {
 	if src.Breakers != nil {
 		st.Breakers = src.breakers(now)
 	}
-	if src.Hosts != nil {
-		st.Hosts = append(st.Hosts, src.Hosts()...)
-	}
+	st.Hosts = append(st.Hosts, src.hosts()...)
 	if src.Queue != nil {
 		qs := src.Queue()
 		st.Queue = queueOf(qs)
@@ -149,8 +151,8 @@ func (src Source) breakers(now time.Time) []Breaker {
 		out = append(out, src.breakerOf(v, now))
 	}
 	for _, r := range src.Routes {
-		if !seen[r] {
-			out = append(out, src.breakerOf(breaker.View{Route: r, State: breaker.Closed}, now))
+		if !seen[r.Name] {
+			out = append(out, src.breakerOf(breaker.View{Route: r.Name, State: breaker.Closed}, now))
 		}
 	}
 	slices.SortFunc(out, func(a, b Breaker) int { return cmp.Compare(a.Route, b.Route) })

@@ -32,15 +32,15 @@ func source() Source {
 				{Name: `<script>alert(1)</script>`, State: "suspect", Share: .33}},
 				Raft: &consensus.Status{State: "Follower", Leader: "n2", Term: 7, Healthy: true, CaughtUp: true, Voters: []string{"n1", "n2"}}}
 		},
-		Routes: []string{"comments", "orders"},
+		Routes: []api.RouteInfo{{Name: "comments", Host: "api.example:443"}, {Name: "orders", Host: "api.example:443"}},
 		Breakers: func() []breaker.View {
 			return []breaker.View{{Route: "comments", State: breaker.Open, OpenUntil: t0.Add(12 * time.Second), Since: t0.Add(-5 * time.Second), Transitions: 1}}
 		},
 		History: h,
-		Hosts: func() []Host {
-			return []Host{{Host: "api.example:443", PausedUntil: t0.Add(30 * time.Second), HostCounters: metrics.HostCounters{Attempts: 10, Throttled429: 3, Throttled503: 4,
-				RetryWaits: 2, RetryWaitSeconds: 1}}}
+		Hosts: func() map[string]*metrics.HostCounters {
+			return map[string]*metrics.HostCounters{"api.example:443": {Attempts: 10, Throttled429: 3, Throttled503: 4, RetryWaits: 2, RetryWaitSeconds: 1}}
 		},
+		Paused: func() map[string]time.Time { return map[string]time.Time{"api.example:443": t0.Add(30 * time.Second)} },
 		Queue: func() queue.Stats {
 			return queue.Stats{Jobs: 3, Bytes: 2048, OldestQueued: t0.Add(-90 * time.Second).UnixNano(),
 				Depth: map[string]map[queue.State]int{"api.example:443": {queue.Queued: 2, queue.Dead: 1}, "other:80": {queue.Dead: 1}}}

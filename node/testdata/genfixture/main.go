@@ -51,6 +51,7 @@ import (
 	"github.com/levee/levee/api"
 	"github.com/levee/levee/breaker"
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/control"
 	"github.com/levee/levee/node"
 )
 
@@ -58,7 +59,7 @@ import (
 const (
 	clusterSecret = "fixture-cluster-secret"
 	adminToken    = "fixture-admin-token"
-	// snapshotEvery is Options.SnapshotThreshold: Raft snapshots after this
+	// snapshotEvery is Options.Raft.SnapshotEvery: Raft snapshots after this
 	// many entries and keeps as many behind the snapshot.
 	snapshotEvery = 16
 )
@@ -197,7 +198,7 @@ func (g *gen) startCluster(upstream string) error {
 		if seed != "" {
 			cfg.Node.Join = []string{seed}
 		}
-		n, err := node.New(cfg, node.Options{Logger: g.log.With("node", name), Now: g.clock.Now, SnapshotThreshold: snapshotEvery})
+		n, err := node.New(cfg, node.Options{Logger: g.log.With("node", name), Now: g.clock.Now, Raft: control.Stores{SnapshotEvery: snapshotEvery}})
 		if err != nil {
 			return err
 		}
