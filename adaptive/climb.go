@@ -98,10 +98,3 @@ func (r Rule) Cut(limit, lossAt, level float64, sinceCut time.Duration) (value, 
 	}
 	return level * r.Edge, level
 }
-
-// Curve is CUBIC's climb from a cut of beta below a loss at lossAt,
-// reaching it again after k, for package budget until it takes Rule.
-func Curve(lossAt, beta float64, k, elapsed time.Duration) float64 {
-	x := (elapsed.Seconds() - k.Seconds()) / k.Seconds()
-	return lossAt + lossAt*(1-beta)*x*x*x
-}
