@@ -36,13 +36,26 @@ type Config struct {
 	InflightCeiling float64
 	// Window is how often the limits are decided. Default 1s.
 	Window time.Duration
-	// Beta is the cut on loss: the new limit is Beta times the level in
-	// use when the loss came. Default 0.7 (RFC 9438 §4.6); in (0, 1).
+	// EdgeBeta is the cut on a loss at or past the loss point (the first
+	// loss, or a probe that found the host's edge): the new limit is
+	// EdgeBeta times the level the loss came at. Default 0.9; in (0, 1).
+	EdgeBeta float64
+	// Beta is the cut on a loss before the limit is back at the loss
+	// point (the host has less room than at the last loss): the new limit
+	// is Beta times the level, the loss point half way back. Default 0.7
+	// (RFC 9438 §4.6); in (0, 1).
 	Beta float64
 	// ClimbTime is how long after a cut the limit, climbing while it
-	// binds, is back at the level of the loss (CUBIC's K, RFC 9438 §4.2).
-	// Default 10s.
+	// binds, is back at the loss point (CUBIC's K, RFC 9438 §4.2); also
+	// how far back a loss reads the level of a climbing limit (see
+	// Rule.Level). Default 3s.
 	ClimbTime time.Duration
+	// Hold is how long the limit, binding, stays at the loss point before
+	// it probes past it. Default 4s.
+	Hold time.Duration
+	// Probe is how much the limit grows each second past Hold while it
+	// binds, compounded. Default 0.1; in (0, 10].
+	Probe float64
 	// LatencyTolerance is how many times the baseline a window's mean
 	// latency may reach before it is a warning. Default 2.
 	LatencyTolerance float64
@@ -57,11 +70,9 @@ type Config struct {
 	MaxHealthyLatency time.Duration
 }
 
-// The defaults of the tuning fields.
+// The defaults of the tuning fields (the rule's in DefaultRule).
 const (
 	defaultWindow    = time.Second
-	defaultBeta      = 0.7
-	defaultClimb     = 10 * time.Second
 	defaultTolerance = 2.0
 	defaultSlack     = 10 * time.Millisecond
 	defaultLatBeta   = 0.9
@@ -77,11 +88,21 @@ func (c Config) withDefaults() Config {
 	if c.Window == 0 {
 		c.Window = defaultWindow
 	}
+	d := DefaultRule()
+	if c.EdgeBeta == 0 {
+		c.EdgeBeta = d.Edge
+	}
 	if c.Beta == 0 {
-		c.Beta = defaultBeta
+		c.Beta = d.Fell
 	}
 	if c.ClimbTime == 0 {
-		c.ClimbTime = defaultClimb
+		c.ClimbTime = d.Back
+	}
+	if c.Hold == 0 {
+		c.Hold = d.Hold
+	}
+	if c.Probe == 0 {
+		c.Probe = d.Probe
 	}
 	if c.LatencyTolerance == 0 {
 		c.LatencyTolerance = defaultTolerance
@@ -109,12 +130,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: rate floor %v outside (0, ceiling %v]", errBadConfig, c.RateFloor, c.RateCeiling)
 	case c.InflightCeiling < 1 || c.InflightFloor < 1 || c.InflightFloor > c.InflightCeiling:
 		return fmt.Errorf("%w: in-flight floor %v and ceiling %v must be >= 1, floor <= ceiling", errBadConfig, c.InflightFloor, c.InflightCeiling)
-	case c.Window <= 0 || c.ClimbTime <= 0 || c.LatencySlack < 0 || c.MaxHealthyLatency < 0:
+	case c.Window <= 0 || c.ClimbTime <= 0 || c.Hold < 0 || c.LatencySlack < 0 || c.MaxHealthyLatency < 0:
 		return fmt.Errorf("%w: durations must be > 0", errBadConfig)
-	case !(c.Beta > 0 && c.Beta < 1) || !(c.LatencyBeta > 0 && c.LatencyBeta < 1):
-		return fmt.Errorf("%w: Beta %v and LatencyBeta %v must be in (0, 1)", errBadConfig, c.Beta, c.LatencyBeta)
+	case !(c.Beta > 0 && c.Beta < 1) || !(c.EdgeBeta > 0 && c.EdgeBeta < 1) || !(c.LatencyBeta > 0 && c.LatencyBeta < 1):
+		return fmt.Errorf("%w: Beta %v, EdgeBeta %v and LatencyBeta %v must be in (0, 1)", errBadConfig, c.Beta, c.EdgeBeta, c.LatencyBeta)
+	case !(c.Probe > 0) || c.Probe > 10:
+		return fmt.Errorf("%w: Probe %v must be in (0, 10]", errBadConfig, c.Probe)
 	case !(c.LatencyTolerance > 1):
 		return fmt.Errorf("%w: LatencyTolerance %v must be > 1", errBadConfig, c.LatencyTolerance)
 	}
 	return nil
+}
+
+// rule is the configuration's Rule, defaults filled.
+func (c Config) rule() Rule {
+	return Rule{Climb: Climb{Back: c.ClimbTime, Hold: c.Hold, Probe: c.Probe}, Edge: c.EdgeBeta, Fell: c.Beta}
 }

@@ -38,7 +38,7 @@ type Host struct {
 	cfg Config
 
 	mu             sync.Mutex
-	rate, inflight cubic
+	rate, inflight limit
 	lastCut        time.Time // one cut per window
 	baseline       time.Duration
 	cuts, eases    int
@@ -65,8 +65,8 @@ func New(cfg Config) (*Host, error) {
 	cfg = cfg.withDefaults()
 	return &Host{
 		cfg:      cfg,
-		rate:     newCubic(cfg.RateFloor, cfg.RateCeiling, cfg.Beta, cfg.ClimbTime),
-		inflight: newCubic(cfg.InflightFloor, cfg.InflightCeiling, cfg.Beta, cfg.ClimbTime),
+		rate:     newLimit(cfg.RateFloor, cfg.RateCeiling, cfg.rule()),
+		inflight: newLimit(cfg.InflightFloor, cfg.InflightCeiling, cfg.rule()),
 	}, nil
 }
 
@@ -124,21 +124,21 @@ func (h *Host) End(now time.Time, status int, latency time.Duration) {
 	}
 }
 
-// onLoss cuts the rate limit to Beta of the rate in use, and on a 503
-// (capacity) the in-flight limit too, unless they were cut within the
-// last window. A 429 is about the rate alone: a quota counts requests,
-// not connections, and cutting the attempts in flight to what a fast
-// host needed at the loss (often 1) would only queue them behind each
-// other.
+// onLoss cuts the rate limit from the rate in use (see Rule), and on a
+// 503 (capacity) the in-flight limit too from the peak in flight, unless
+// they were cut within the last window. A 429 is about the rate alone: a
+// quota counts requests, not connections, and cutting the attempts in
+// flight to what a fast host needed at the loss (often 1) would only
+// queue them behind each other.
 func (h *Host) onLoss(now time.Time, capacity bool) {
 	if !h.lastCut.IsZero() && now.Sub(h.lastCut) < h.cfg.Window {
 		return
 	}
 	h.lastCut = now
 	h.cuts++
-	h.rate.cut(now, h.rateInUse(now), h.cfg.Beta)
+	h.rate.cut(now, h.rateInUse(now))
 	if capacity {
-		h.inflight.cut(now, float64(max(h.lastPeak, h.peak)), h.cfg.Beta)
+		h.inflight.cut(now, float64(max(h.lastPeak, h.peak)))
 	}
 }
 
@@ -211,7 +211,7 @@ func (h *Host) decide(end time.Time) {
 	case warn:
 		if inflightBinds {
 			h.eases++
-			h.inflight.cut(end, h.inflight.value, h.cfg.LatencyBeta)
+			h.inflight.ease(end, h.cfg.LatencyBeta)
 		}
 		h.rate.grow(end, false, h.cfg.Window)
 	default:

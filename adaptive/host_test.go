@@ -12,7 +12,7 @@ func baseConfig() Config {
 
 func near(got, want, frac float64) bool { return math.Abs(got-want) <= frac*want }
 
-func TestLossCutsToBetaOfTheRateInUseOncePerWindow(t *testing.T) {
+func TestFirstLossCutsToEdgeBetaOfTheRateInUseOncePerWindow(t *testing.T) {
 	cases := []struct {
 		name   string
 		status int
@@ -44,14 +44,14 @@ func TestLossCutsToBetaOfTheRateInUseOncePerWindow(t *testing.T) {
 			if st.Cuts != 1 {
 				t.Fatalf("cuts = %d, want 1", st.Cuts)
 			}
-			if !near(st.RateAtLoss, 20, 0.1) || !near(st.Rate, 0.7*st.RateAtLoss, 0.01) {
-				t.Fatalf("rate %.1f at loss %.1f: want the loss point at the 20/s in use and the limit at 0.7 of it", st.Rate, st.RateAtLoss)
+			if !near(st.RateAtLoss, 20, 0.1) || !near(st.Rate, 0.9*st.RateAtLoss, 0.01) {
+				t.Fatalf("rate %.1f at loss %.1f: want the loss point at the 20/s in use and the limit at 0.9 of it", st.Rate, st.RateAtLoss)
 			}
 		})
 	}
 }
 
-func TestLimitClimbsBackToTheLossPointInClimbTimeThenProbesPast(t *testing.T) {
+func TestLimitClimbsBackToTheLossPointHoldsThenProbesPast(t *testing.T) {
 	s := newSim(t, baseConfig())
 	s.run(3*time.Second, 40, fixed(10*time.Millisecond), ok)
 	s.h.End(s.now, 429, 0)
@@ -60,15 +60,17 @@ func TestLimitClimbsBackToTheLossPointInClimbTimeThenProbesPast(t *testing.T) {
 		after    time.Duration
 		min, max float64 // of RateAtLoss
 	}{
-		{time.Second, 0.7, 0.85}, // fast at first
-		{4 * time.Second, 0.9, 0.99},
-		{5 * time.Second, 0.99, 1.02}, // ClimbTime: back at the loss point
-		{10 * time.Second, 1.2, 1.35}, // then probing past it: 2K, 1.3
+		{time.Second, 0.9, 0.9},          // the loss's own window: no growth
+		{time.Second, 0.99, 0.999},       // fast at first
+		{time.Second, 0.999, 1.001},      // ClimbTime (3 s): back at the loss point
+		{3 * time.Second, 0.999, 1.001},  // held there for Hold (4 s)
+		{4 * time.Second, 1.32, 1.34},    // then probing past it, 10 % a second compounded
+		{10 * time.Second, 2.499, 2.501}, // up to the ceiling, 100/s
 	}
 	for _, st := range steps {
 		s.run(st.after, 1000, fixed(10*time.Millisecond), ok) // offered far above: the limit binds
 		if r := s.limits().Rate / at; r < st.min || r > st.max {
-			t.Fatalf("after %v more: rate %.1f = %.2f of the loss point, want [%.2f, %.2f]", st.after, s.limits().Rate, r, st.min, st.max)
+			t.Fatalf("after %v more: rate %.1f = %.3f of the loss point, want [%.3f, %.3f]", st.after, s.limits().Rate, r, st.min, st.max)
 		}
 	}
 }
@@ -88,10 +90,11 @@ func TestLimitGrowsOnlyWhileItBinds(t *testing.T) {
 	if n := s.sentAll - sent; n < 590 {
 		t.Fatalf("sent %d of the 600 offered off-peak", n)
 	}
-	// The peak returns: the curve resumes where it stopped, no jump.
+	// The peak returns: the climb resumes where it stopped (back at the
+	// loss point, not a minute into probing past it): no jump.
 	s.run(2*time.Second, 1000, fixed(10*time.Millisecond), ok)
-	if got := s.limits().Rate; got > 0.9*40 {
-		t.Fatalf("rate %.1f two seconds into the peak: the idle minute made it jump", got)
+	if st := s.state(); st.Rate > st.RateAtLoss*1.001 {
+		t.Fatalf("rate %.1f two seconds into the peak, past the loss point %.1f: the idle minute made it jump", st.Rate, st.RateAtLoss)
 	}
 }
 
@@ -109,16 +112,29 @@ func TestLossesNeverCutBelowTheFloor(t *testing.T) {
 	}
 }
 
-func TestLowerLossPointConvergesFaster(t *testing.T) {
+func TestLossBeforeTheLossPointCutsDeeperAndLowersIt(t *testing.T) {
 	s := newSim(t, baseConfig())
 	s.run(3*time.Second, 40, fixed(10*time.Millisecond), ok)
 	s.h.End(s.now, 429, 0)
 	first := s.state().RateAtLoss
 	s.run(2*time.Second, 1000, fixed(10*time.Millisecond), ok)
-	s.h.End(s.now, 429, 0) // a loss below the first loss point
+	s.h.End(s.now, 429, 0) // still climbing back: the host has less room
 	st := s.state()
-	if st.RateAtLoss >= 0.9*first {
-		t.Fatalf("second loss point %.1f, want lowered by (1+β)/2 below the first %.1f", st.RateAtLoss, first)
+	if !near(st.RateAtLoss/st.Rate, (1+0.7)/2/0.7, 0.01) || st.RateAtLoss >= 0.9*first {
+		t.Fatalf("after a loss below the loss point %.1f: rate %.1f, loss point %.1f; want 0.7 and (1+0.7)/2 of the level in use", first, st.Rate, st.RateAtLoss)
+	}
+}
+
+func TestLossLongAfterTheLastCutIsAnEdgeAgain(t *testing.T) {
+	// An hour off-peak leaves the limit below its loss point (the climb
+	// waits while it does not bind); the next loss is measured afresh.
+	s := newSim(t, baseConfig())
+	s.run(3*time.Second, 40, fixed(10*time.Millisecond), ok)
+	s.h.End(s.now, 429, 0)
+	s.run(time.Hour, 5, fixed(10*time.Millisecond), ok)
+	s.h.End(s.now, 429, 0)
+	if st := s.state(); !near(st.Rate, 0.9*5, 0.02) || !near(st.RateAtLoss, 5, 0.02) {
+		t.Fatalf("state %+v after a loss at 5/s an hour after the last cut: want 0.9 of it and the loss point there, not a deep cut", st)
 	}
 }
 
@@ -259,7 +275,7 @@ func TestReboundClampsTheLimitsAndKeepsWhatWasLearned(t *testing.T) {
 	}{
 		{"never cut follows the ceiling up", false, 1, 150, 96, Limits{Rate: 150, Inflight: 96}},
 		{"never cut follows the ceiling down", false, 1, 50, 32, Limits{Rate: 50, Inflight: 32}},
-		{"a cut limit stays under a higher ceiling", true, 1, 150, 96, Limits{Rate: 14, Inflight: 1}},
+		{"a cut limit stays under a higher ceiling", true, 1, 150, 96, Limits{Rate: 18, Inflight: 1}},
 		{"a cut limit is clamped under a lower ceiling", true, 1, 10, 96, Limits{Rate: 10, Inflight: 1}},
 		{"a cut limit is raised to a higher floor", true, 20, 150, 96, Limits{Rate: 20, Inflight: 1}},
 		{"an invalid bound is ignored", false, 5, 2, 96, Limits{Rate: 100, Inflight: 64}},

@@ -35,9 +35,12 @@
 //
 // upstream counts a host's attempts → node's reporter, every ReportEvery
 // → Report proposed (a follower's forwarded and stamped by the leader)
-// → every node's Table.Apply: the host's learned limit cut on loss (0.8
-// of what the host took, once a second) or climbed along adaptive.Curve
-// while it binds (the cluster's rate at least half of it);
+// → every node's Table.Apply: the host's learned limit cut on loss by
+// adaptive.DefaultRule, as a node's own limits are (once a second, from
+// the level the cluster sent at: the limit, times the part of the
+// attempts the host accepted, at most the limit as it was 3 s before
+// while it climbed), or climbed along the Rule's Climb while it binds
+// (the cluster's rate or demand at least half of it);
 // then the leases re-split: each node that reported within LeaseTTL gets
 // a tenth of the limit split evenly and the rest in proportion to what it
 // wanted, its lease running LeaseTTL from its own last report →

@@ -77,7 +77,7 @@ func (s *snapshot) tables() (map[string]*host, error) {
 	for _, e := range s.Hosts {
 		h := e.State
 		if h == nil || e.Key == "" || len(e.Key) > MaxHostLen || hosts[e.Key] != nil || len(e.Nodes) > maxNodes ||
-			bad(h.Limit) || bad(h.LossAt) || bad(h.Floor) {
+			bad(h.Limit) || bad(h.LossAt) || bad(h.From) || bad(h.Floor) {
 			return nil, fmt.Errorf("%w: host %.40q", ErrBadSnapshot, e.Key)
 		}
 		h.Nodes = make(map[string]*node, len(e.Nodes))
