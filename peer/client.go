@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
@@ -27,6 +28,11 @@ var (
 	// ErrTimeout: the peer did not answer in time. It may have acted on the
 	// message, and may still be acting on it.
 	ErrTimeout = errors.New("peer: no answer in time")
+	// ErrRefused, wrapped with ErrNotSent: the peer's host answered the
+	// connection with a reset (ECONNREFUSED): nothing listens on its port,
+	// so its process is gone (killed, crashed, stopping), not merely out of
+	// reach, which shows as no route or a dial timeout instead.
+	ErrRefused = errors.New("peer: connection refused")
 )
 
 // ErrLeaderBusy wraps a Raft leader's answer that it could not act now
@@ -313,6 +319,8 @@ func sendError(addr string, err error) error {
 	var op *net.OpError
 	var ne net.Error
 	switch {
+	case errors.As(err, &op) && op.Op == "dial" && errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w: %w: %w: %s: %v", ErrUnreachable, ErrNotSent, ErrRefused, addr, err)
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrNotSent, addr, err)
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):

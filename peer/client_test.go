@@ -69,6 +69,36 @@ func TestAFailedDialIsNotSent(t *testing.T) {
 	}
 }
 
+// TestAClosedPortIsRefused: a dial the peer's host answers with a reset
+// (nothing listens: its process is gone) is ErrRefused as well as
+// ErrNotSent; any other failed dial is not ErrRefused.
+func TestAClosedPortIsRefused(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	var d net.Dialer
+	for _, tc := range []struct {
+		name        string
+		dial        func(ctx context.Context, addr string) (net.Conn, error)
+		wantRefused bool
+	}{
+		{"a closed port", func(ctx context.Context, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", closed) }, true},
+		{"a failed handshake", func(context.Context, string) (net.Conn, error) { return nil, errors.New("handshake: bad certificate") }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewClient(ClientConfig{Self: "n1", HTTP2: true, Dial: tc.dial})
+			defer c.Close()
+			err := c.Replicate(t.Context(), closed, &Entry{Key: "k", Status: 200, StoredAt: 1})
+			if !errors.Is(err, ErrNotSent) || errors.Is(err, ErrRefused) != tc.wantRefused {
+				t.Fatalf("err = %v, want ErrNotSent, ErrRefused %v", err, tc.wantRefused)
+			}
+		})
+	}
+}
+
 // TestReadBody: a declared length is read in one allocation and a short
 // body is an error; an undeclared or oversized declaration reads what
 // comes, allocating only for the bytes that arrive.
