@@ -130,10 +130,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// dispatch serves req here or on its owner. A forward that fails for any
-// reason other than the owner's own answer is served locally instead
-// where that cannot run a write twice (see fallback): availability first,
-// counted in levee_forward_fallback_total.
+// dispatch serves req here or on its owner. A forward the owner refused
+// (its process is gone) goes to the key's successor (see successor); one
+// that fails for any other reason than the owner's own answer is served
+// locally instead where that cannot run a write twice (see fallback):
+// availability first, counted in levee_forward_fallback_total.
 func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Response, string, error) {
 	if s.cfg.Peers == nil {
 		resp, err := s.cfg.Engine.Serve(ctx, req)
@@ -157,8 +158,47 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		return nil, owner, err
 	case ctx.Err() != nil:
 		return nil, owner, ctx.Err()
+	case errors.Is(err, peer.ErrRefused):
+		return s.successor(ctx, key, owner, req, err)
 	}
 	return s.fallback(ctx, owner, req, err)
+}
+
+// successor serves req on the first node after owner in key's succession
+// that takes it, when owner refused the connection: its process is gone
+// (killed or crashed) and the cluster has not noticed yet. That node is
+// the one that owns the key once the cluster notices; it holds the key's
+// replica, and every survivor's requests for the key meet in its one
+// fetch. Without it each survivor that could not reach the owner served
+// the key itself, fetching it once per node or answering from its own
+// older copy (a soak's coalescing and no-time-travel failures in kill
+// windows, docs/chaos.md). A successor that refuses too is passed over;
+// when the next one is this node, or none is left, this node serves as
+// fallback does. The request never ran anywhere (refused means not sent),
+// so a write goes on as freely as on this node.
+func (s *Server) successor(ctx context.Context, key, owner string, req *proxy.Request, ferr error) (*proxy.Response, string, error) {
+	for _, next := range s.cfg.Peers.Succession(key) {
+		if next == owner {
+			continue
+		}
+		if next == s.cfg.Node {
+			break
+		}
+		resp, err := s.cfg.Peers.Forward(ctx, next, key, req)
+		var remote *peer.RemoteError
+		switch {
+		case err == nil:
+			return resp, next, nil
+		case errors.As(err, &remote):
+			return nil, next, err
+		case ctx.Err() != nil:
+			return nil, next, ctx.Err()
+		case errors.Is(err, peer.ErrRefused):
+			continue
+		}
+		return s.fallback(ctx, next, req, err)
+	}
+	return s.fallback(ctx, owner, req, ferr)
 }
 
 // write sends resp with Levee's cache headers, answering the client's own

@@ -5,15 +5,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 )
 
@@ -264,20 +267,89 @@ type fakePeers struct {
 	self  bool
 	err   error
 	resp  *proxy.Response
-	mu    sync.Mutex
-	n     int
+	// succession is Succession's answer; errs, when set, is each node's
+	// forward error instead of err.
+	succession []string
+	errs       map[string]error
+	mu         sync.Mutex
+	n          int
+	to         []string // the nodes forwarded to, in order
 }
 
 func (p *fakePeers) Owner(string) (string, bool) { return p.owner, p.self }
 
-func (p *fakePeers) Forward(context.Context, string, string, *proxy.Request) (*proxy.Response, error) {
+func (p *fakePeers) Succession(string) []string { return p.succession }
+
+func (p *fakePeers) Forward(_ context.Context, node, _ string, _ *proxy.Request) (*proxy.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
+	p.to = append(p.to, node)
+	if err, ok := p.errs[node]; ok {
+		if err != nil {
+			return nil, err
+		}
+		return p.resp, nil
+	}
 	if p.err != nil {
 		return nil, p.err
 	}
 	return p.resp, nil
+}
+
+// TestAForwardTheOwnerRefusedGoesToItsSuccessor: an owner whose port
+// refuses the connection (its process is gone) is passed over for the
+// next node in the key's succession that takes the forward; this node
+// serves only when it is next itself, or when every later node refuses.
+// An owner out of reach in any other way (no route, a timeout) is not:
+// this node serves, as before.
+func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
+	refused := fmt.Errorf("%w: %w: %w: n2: dial tcp: connection refused", peer.ErrUnreachable, peer.ErrNotSent, peer.ErrRefused)
+	noRoute := fmt.Errorf("%w: %w: n2: dial tcp: no route to host", peer.ErrUnreachable, peer.ErrNotSent)
+	tests := []struct {
+		name       string
+		succession []string
+		errs       map[string]error
+		wantOwner  string
+		wantTo     []string
+		wantEngine int
+		wantFall   int
+	}{
+		{"the successor serves", []string{"n2", "n3", "n1"}, map[string]error{"n2": refused, "n3": nil},
+			"n3", []string{"n2", "n3"}, 0, 0},
+		{"a refusing successor is passed over", []string{"n2", "n3", "n4", "n1"}, map[string]error{"n2": refused, "n3": refused, "n4": nil},
+			"n4", []string{"n2", "n3", "n4"}, 0, 0},
+		{"this node is next: served here", []string{"n2", "n1", "n3"}, map[string]error{"n2": refused, "n3": nil},
+			"n1", []string{"n2"}, 1, 1},
+		{"every later node refuses: served here", []string{"n2", "n3"}, map[string]error{"n2": refused, "n3": refused},
+			"n1", []string{"n2", "n3"}, 1, 1},
+		{"an owner out of reach, not refused: served here", []string{"n2", "n3", "n1"}, map[string]error{"n2": noRoute, "n3": nil},
+			"n1", []string{"n2"}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &fakeEngine{resp: okResponse()}
+			peers := &fakePeers{owner: "n2", succession: tt.succession, errs: tt.errs, resp: okResponse()}
+			obs := &fakeObserver{}
+			s := newTestServer(t, eng, func(c *Config) { c.Peers, c.Observer = peers, obs })
+			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))
+			if w.Code != http.StatusOK {
+				t.Fatalf("status = %d", w.Code)
+			}
+			if got := w.Header().Get("X-Levee-Owner"); got != tt.wantOwner {
+				t.Errorf("X-Levee-Owner = %q, want %q", got, tt.wantOwner)
+			}
+			if !slices.Equal(peers.to, tt.wantTo) {
+				t.Errorf("forwarded to %v, want %v", peers.to, tt.wantTo)
+			}
+			if n := len(eng.requests()); n != tt.wantEngine {
+				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
+			}
+			if n := obs.fallbacks(); n != tt.wantFall {
+				t.Errorf("fallbacks = %d, want %d", n, tt.wantFall)
+			}
+		})
+	}
 }
 
 func (p *fakePeers) count() int {

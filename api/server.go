@@ -36,6 +36,9 @@ type Peers interface {
 	// error answer and is relayed; any other error makes this node serve r
 	// itself.
 	Forward(ctx context.Context, node, key string, r *proxy.Request) (*proxy.Response, error)
+	// Succession lists every member in key's succession order: the
+	// owner, then the node that owns key if the owner leaves, and so on.
+	Succession(key string) []string
 }
 
 // Breakers exposes breaker state to the admin endpoints. Optional.

@@ -220,23 +220,33 @@ func TestHealHandoffAfterLinkCut(t *testing.T) {
 }
 
 // cutLink makes node from's calls to node to fail as over a cut link
-// (connection refused) until the returned function heals it.
+// (no route to host) until the returned function heals it.
 func cutLink(t *testing.T, c *testCluster, from, to int) (heal func()) {
 	t.Helper()
 	addr := c.nodes[to].internal.Addr().String()
-	c.links[from].block(addr, true)
-	return func() { c.links[from].block(addr, false) }
+	c.links[from].block(addr, syscall.EHOSTUNREACH)
+	return func() { c.links[from].block(addr, 0) }
 }
 
-// linkCut is a node's peer transport that refuses calls to blocked
-// addresses, the way a cut network link does.
+// refuseLink makes node from's calls to node to be refused, as a host
+// whose Levee process is gone refuses them (connection refused), while
+// gossip still counts it alive, until the returned function heals it.
+func refuseLink(t *testing.T, c *testCluster, from, to int) (heal func()) {
+	t.Helper()
+	addr := c.nodes[to].internal.Addr().String()
+	c.links[from].block(addr, syscall.ECONNREFUSED)
+	return func() { c.links[from].block(addr, 0) }
+}
+
+// linkCut is a node's peer transport that fails calls to blocked
+// addresses with the dial error a cut link (or a gone process) gives.
 type linkCut struct {
 	base    http.RoundTripper
 	mu      sync.Mutex
-	blocked map[string]bool
+	blocked map[string]syscall.Errno
 }
 
-func newLinkCut() *linkCut { return &linkCut{blocked: map[string]bool{}} }
+func newLinkCut() *linkCut { return &linkCut{blocked: map[string]syscall.Errno{}} }
 
 // wrap is Options.WrapPeerTransport: the link cut sits in front of the
 // node's own peer transport (each restart gives it a new one).
@@ -247,18 +257,23 @@ func (l *linkCut) wrap(base http.RoundTripper) http.RoundTripper {
 	return l
 }
 
-func (l *linkCut) block(addr string, cut bool) {
+// block makes calls to addr fail with errno; 0 heals.
+func (l *linkCut) block(addr string, errno syscall.Errno) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.blocked[addr] = cut
+	if errno == 0 {
+		delete(l.blocked, addr)
+		return
+	}
+	l.blocked[addr] = errno
 }
 
 func (l *linkCut) RoundTrip(r *http.Request) (*http.Response, error) {
 	l.mu.Lock()
-	cut := l.blocked[r.URL.Host]
+	errno, cut := l.blocked[r.URL.Host]
 	l.mu.Unlock()
 	if cut {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errno}
 	}
 	l.mu.Lock()
 	base := l.base

@@ -109,6 +109,16 @@ func (r *Replicator) Owner(key string) (string, bool) {
 	return owner, owner == r.cfg.Self
 }
 
+// Succession implements api.Peers: the ring's members in key's succession
+// order, the owner first (ring.Replicas), at most maxSuccession of them.
+func (r *Replicator) Succession(key string) []string {
+	return r.cfg.Ring.Replicas(key, maxSuccession)
+}
+
+// maxSuccession bounds Succession: more members than a Levee cluster has
+// (3–5), and more dead ones in a row than a request should try past.
+const maxSuccession = 16
+
 // Owns is the engine's proxy.Config.Owns.
 func (r *Replicator) Owns(rkey string) bool {
 	_, self := r.Owner(rkey)
