@@ -6,35 +6,6 @@ import (
 	"github.com/levee/levee/jepsen-lite/history"
 )
 
-// TestNoTimeTravelWhileTwoNodesServeForAKilledOwner: the key's owner n3
-// is killed at 10 s (back at 20 s). n2 and n1, unable to forward, each
-// serve the key themselves (README, Availability first): a client that
-// reads n2's fetch (version 6) and then n1's older copy (5) sees time go
-// back, as across a split; counted, not judged, while the owner the
-// reads name was down and until the horizon after it came back.
-func TestNoTimeTravelWhileTwoNodesServeForAKilledOwner(t *testing.T) {
-	const k = "stories/1/comments"
-	build := func(kill history.Fault, olderAt float64, newerOwner, olderOwner string) func() *History {
-		return func() *History {
-			h := base()
-			h.Faults = []history.Fault{kill}
-			okRead(h, 1, "n2", "acme", k, 12, 6, 12)
-			h.Ops[len(h.Ops)-1].Owner = newerOwner
-			okRead(h, 1, "n1", "acme", k, olderAt, 5, 3)
-			h.Ops[len(h.Ops)-1].Owner = olderOwner
-			return h
-		}
-	}
-	killOwner := fault("kill-minority", 10, 20, "n3")
-	runCases(t, NoTimeTravel, []checkCase{
-		{name: "both served for the killed owner", pass: true, build: build(killOwner, 13, "n3", "n3")},
-		{name: "only the older read served for it", pass: true, build: build(killOwner, 13, "n2", "n3")},
-		{name: "the owner they name was not the one killed", violations: 1, build: build(fault("kill-minority", 10, 20, "n2"), 13, "n3", "n3")},
-		{name: "the older read named its own node as owner", violations: 1, build: build(killOwner, 13, "n1", "n1")},
-		{name: "long after the owner came back", violations: 1, build: build(killOwner, 95, "n1", "n1")},
-	})
-}
-
 // TestNoTimeTravelWhenAKilledOwnerServesBeforeItFindsItsPeers: n3 is
 // killed at 10 s and restarted at 20 s; n1 owned the key meanwhile and
 // fetched version 6. n3, back with its cache file and a ring of itself

@@ -52,8 +52,7 @@ func Staleness(h *History, cfg Config) Result {
 // bodies never decrease in completion order. Not judged, and counted:
 // regressions around split faults (splitAround), regressions after a
 // restarting node answered as a key's owner before it rejoined
-// (ownedWhileRejoining), regressions across a node serving a key for its
-// killed owner (servedForADeadOwner), and regressions to a copy saved before a
+// (ownedWhileRejoining), and regressions to a copy saved before a
 // kill-all when the newer copy was fetched too soon before it to be saved
 // (unsavedNewer).
 func NoTimeTravel(h *History, cfg Config) Result {
@@ -63,7 +62,7 @@ func NoTimeTravel(h *History, cfg Config) Result {
 		tenant, key string
 	}
 	last := map[pk]read{}
-	checked, split, rejoining, deadOwner, unsaved := 0, 0, 0, 0, 0
+	checked, split, rejoining, unsaved := 0, 0, 0, 0
 	horizon := cfg.Settle + h.Meta.Routes.Fresh + h.Meta.Routes.Stale
 	for _, r := range reads(h.Ops) {
 		if r.Type != history.OK || r.Version == 0 {
@@ -93,15 +92,6 @@ func NoTimeTravel(h *History, cfg Config) Result {
 				last[k] = r
 				continue
 			}
-			// A node that cannot reach a key's owner (killed, not yet
-			// detected) serves the key itself (README, Availability
-			// first): two such nodes answer from their own copies, one
-			// older than the other's fetch, as across a split.
-			if h.servedForADeadOwner(prev.Op, r.Op, horizon) {
-				deadOwner++
-				last[k] = r
-				continue
-			}
 			// A kill-all loses what was cached since the last periodic
 			// save: the node may come back with the older copy its file
 			// held.
@@ -120,7 +110,6 @@ func NoTimeTravel(h *History, cfg Config) Result {
 	b.fig("process/key histories", "%d", len(last))
 	b.fig("regressions while split (counted, not judged)", "%d", split)
 	b.fig("regressions across a restarted node answering as owner before rejoining (counted, not judged)", "%d", rejoining)
-	b.fig("regressions across a node serving for a killed owner (counted, not judged)", "%d", deadOwner)
 	b.fig("regressions to a saved copy after kill-all (newer one unsaved; counted, not judged)", "%d", unsaved)
 	return b.done()
 }
@@ -175,26 +164,6 @@ func (h *History) rejoined(rs restart) int64 {
 		}
 	}
 	return limit
-}
-
-// servedForADeadOwner reports whether one of the two reads of a
-// regression was answered by a node other than the owner it named, while
-// a kill of part of the cluster had that owner down, r coming within
-// horizon of the owner's restart. (A whole-cluster restart is the
-// rejoining rule's: every node is down or re-forming then.)
-func (h *History) servedForADeadOwner(newer, r history.Op, horizon time.Duration) bool {
-	for _, x := range []history.Op{newer, r} {
-		if x.Owner == "" || x.Owner == x.Node {
-			continue
-		}
-		for _, rs := range restarts(h) {
-			if isKill(rs.kind) && !isWholeCluster(rs.kind) && rs.node == x.Owner &&
-				x.Time >= rs.down && x.Time <= rs.ready && r.Time <= rs.ready+horizon.Nanoseconds() {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // unsavedNewer reports whether the regression from prev to r is a node

@@ -60,6 +60,24 @@ func TestResourcesChecker(t *testing.T) {
 		{"goroutines drifting up fail", soak(hour, func(n string, s float64) (float64, float64, float64) {
 			return 60, 300 + max(s-600, 0)/10, 40
 		}), false, "goroutines drifted up"},
+		{"fds over the drift for one window, back in the next, pass", soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s >= 1800 && s < 2400 {
+				return 60, 300, 50
+			}
+			return steady(n, s)
+		}), true, ""},
+		{"fds over the drift for two windows in a row fail", soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s >= 1800 && s < 3000 {
+				return 60, 300, 50
+			}
+			return steady(n, s)
+		}), false, "n3 fds drifted up"},
+		{"fds over the drift in the last window fail", soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s >= 3000 {
+				return 60, 300, 50
+			}
+			return steady(n, s)
+		}), false, "n3 fds drifted up"},
 		{"a partition's goroutine spike under the ceiling passes", soak(hour, func(n string, s float64) (float64, float64, float64) {
 			if s > 2000 && s < 2030 {
 				return 60, 500, 40
