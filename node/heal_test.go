@@ -99,15 +99,16 @@ func healCluster(t *testing.T, edits ...clusterOpt) (c *testCluster, up *demoups
 	return c, up, orig, owner, rep, third
 }
 
-// fallbackFetch fetches the key through node i, which must serve it itself
-// (its owner unreachable) with a newer version than orig.
-func fallbackFetch(t *testing.T, c *testCluster, up *demoupstream.Server, i int, orig answer) answer {
+// fallbackFetch fetches the key through node i while its owner is
+// unreachable: served by node want (i itself, or the key's successor when
+// the owner's port refuses) with a newer version than orig, fetched once.
+func fallbackFetch(t *testing.T, c *testCluster, up *demoupstream.Server, i, want int, orig answer) answer {
 	t.Helper()
 	before := up.Calls(hotTenant, hotUpstreamKey)
 	a := c.get(i, hotPath, "X-Tenant", hotTenant)
 	a.expect(t, 200, "MISS")
-	if got := a.header.Get("X-Levee-Owner"); got != c.cfgs[i].Node.Name || up.Calls(hotTenant, hotUpstreamKey) != before+1 {
-		t.Fatalf("node %d did not serve the key itself (owner %q): the owner was reachable", i, got)
+	if got := a.header.Get("X-Levee-Owner"); got != c.cfgs[want].Node.Name || up.Calls(hotTenant, hotUpstreamKey) != before+1 {
+		t.Fatalf("via node %d: served by %q with %d upstream calls, want node %d's one fetch", i, got, up.Calls(hotTenant, hotUpstreamKey)-before, want)
 	}
 	if bodyVersion(t, a.body) <= bodyVersion(t, orig.body) {
 		t.Fatalf("fallback fetched version %d, not newer than %d", bodyVersion(t, a.body), bodyVersion(t, orig.body))
@@ -134,21 +135,21 @@ func waitUpstreamMoved(c *testCluster, since time.Time) {
 	c.waitFor(5*time.Second, "the upstream's content to change", func() bool { return time.Since(since) > 500*time.Millisecond })
 }
 
-// TestHealHandoffToRestartedOwner: the owner crashes, a node cut off from
-// it serves the key itself with a newer version, the owner restarts empty
-// and takes the key back. The hand-off set delivers the newer version to it
-// on the rejoin, so every node answers that version, not one the owner
-// would fetch anew.
+// TestHealHandoffToRestartedOwner: the owner crashes, the key's successor
+// serves it with a newer version (the third node's forward, refused by the
+// dead owner, goes there), the owner restarts empty and takes the key
+// back. The hand-off set delivers the newer version to it on the rejoin,
+// so every node answers that version, not one the owner would fetch anew.
 func TestHealHandoffToRestartedOwner(t *testing.T) {
 	t.Parallel()
-	c, up, orig, owner, _, third := healCluster(t)
+	c, up, orig, owner, next, third := healCluster(t)
 	waitUpstreamMoved(c, time.Now())
 	c.crash(owner)
 	// Straight after the crash the others still route to the dead owner:
-	// the forward fails and the third node serves the key itself.
-	newer := fallbackFetch(t, c, up, third, orig)
+	// its port refuses, and the successor serves the key itself.
+	newer := fallbackFetch(t, c, up, third, next, orig)
 	c.waitFor(5*time.Second, "the entry to enter the hand-off set", func() bool {
-		return c.nodes[third].cluster.Replicator.Pending() >= 2 // Vary marker and variant
+		return c.nodes[next].cluster.Replicator.Pending() >= 2 // Vary marker and variant
 	})
 	c.waitConverged()
 	fetched := time.Now()
@@ -168,7 +169,7 @@ func TestHealHandoffToRestartedOwner(t *testing.T) {
 	for range 3 {
 		healReadAll(t, c, "HIT", newer.body)
 	}
-	if got := metrics.Counter(c.nodes[third].metrics.Replicated, "handoff", "ok"); got < 2 {
+	if got := metrics.Counter(c.nodes[next].metrics.Replicated, "handoff", "ok"); got < 2 {
 		t.Fatalf("hand-off pushes = %v, want >= 2", got)
 	}
 }
