@@ -136,8 +136,10 @@ type Node struct {
 	// one. Default 0, meaning 25: a cache whose entries hold 500 MB then
 	// stays near 625 MB, where Go's 100 lets it reach 1 GB; its records
 	// hold no pointers, so collecting that often costs a few percent of a
-	// hit (docs/benchmarks.md). -1 turns this trigger off, leaving only
-	// MemoryLimit's. GOGC in the environment, when set, wins.
+	// hit (docs/benchmarks.md). While the heap is small the node keeps at
+	// least 64 MiB of room (package gctune): 25 % of a few MiB would be a
+	// collection every few hundred KiB. -1 turns this trigger off, leaving
+	// only MemoryLimit's. GOGC in the environment, when set, wins.
 	GCPercent int `yaml:"gc_percent"`
 	// MemoryLimit is the runtime's soft memory limit (GOMEMLIMIT): near it
 	// the collector runs as often as it must to stay under it. Default 0,

@@ -12,27 +12,42 @@ import (
 
 // TestGCSettingsApplyUnlessTheEnvironmentSetsThem: node.gc_percent and the
 // memory limit (derived from the caches when unset) are what the runtime
-// runs with, and logged; GOGC and GOMEMLIMIT in the environment, which the
-// runtime already read, are left to win.
+// runs with, and logged; gc_percent is kept by a gctune.Tuner; GOGC and
+// GOMEMLIMIT in the environment, which the runtime already read, are left
+// to win, and then no Tuner runs.
 func TestGCSettingsApplyUnlessTheEnvironmentSetsThem(t *testing.T) {
 	percent, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetGCPercent(percent); debug.SetMemoryLimit(limit) })
 	cfg := config.Default()
-	cfg.Node.GCPercent = 40
 	for _, tc := range []struct {
 		name                   string
+		gcPercent              int
 		env                    map[string]string
 		wantPercent, wantLimit int64
 		wantLog                string
+		tuned                  bool
 	}{
-		{"from the config", nil, 40, cfg.EffectiveMemoryLimit(), `gc_percent=40`},
-		{"the environment wins", map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC memory_limit=GOMEMLIMIT`},
+		{"from the config", 40, nil, 40, cfg.EffectiveMemoryLimit(), `gc_percent=40`, true},
+		{"gc_percent -1: only the memory limit", -1, nil, -1, cfg.EffectiveMemoryLimit(), `gc_percent=-1`, false},
+		{"the environment wins", 40, map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC min_room=67108864 memory_limit=GOMEMLIMIT`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			cfg.Node.GCPercent = tc.gcPercent
 			debug.SetGCPercent(70) // what the runtime read from GOGC=70
 			debug.SetMemoryLimit(1 << 30)
 			var logs bytes.Buffer
-			applyGC(cfg, func(k string) string { return tc.env[k] }, slog.New(slog.NewTextHandler(&logs, nil)))
+			stop := applyGC(cfg, func(k string) string { return tc.env[k] }, slog.New(slog.NewTextHandler(&logs, nil)))
+			if (stop != nil) != tc.tuned {
+				t.Fatalf("a gctune.Tuner runs: %v, want %v", stop != nil, tc.tuned)
+			}
+			if stop != nil {
+				// While it runs GOGC gives gctune.DefaultFloor of room to
+				// this small heap; stopped, it leaves gc_percent in force.
+				if got := debug.SetGCPercent(-1); got <= int(tc.wantPercent) {
+					t.Errorf("GC percent with a small heap = %d, want above gc_percent %d", got, tc.wantPercent)
+				}
+				stop()
+			}
 			if got := int64(debug.SetGCPercent(-1)); got != tc.wantPercent {
 				t.Errorf("GC percent = %d, want %d", got, tc.wantPercent)
 			}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/levee/levee/config"
+	"github.com/levee/levee/gctune"
 	"github.com/levee/levee/memlimit"
 	"github.com/levee/levee/node"
 )
@@ -51,7 +52,9 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 	level := new(slog.LevelVar)
 	level.Set(levelOf(cfg, getenv))
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	applyGC(cfg, getenv, log)
+	if stopGC := applyGC(cfg, getenv, log); stopGC != nil {
+		defer stopGC()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, cfg, log, node.Options{
@@ -65,17 +68,28 @@ func runTo(args []string, getenv func(string) string, stdout, stderr io.Writer) 
 // for the life of the process (a reload does not change them). GOGC and
 // GOMEMLIMIT, which the runtime read at start, win when set: they are the
 // operator's usual dials (go.dev/doc/gc-guide).
-func applyGC(cfg *config.Config, getenv func(string) string, log *slog.Logger) {
+// A positive gc_percent is kept by a gctune.Tuner, which raises it while
+// the heap is small so that a collection waits for at least
+// gctune.DefaultFloor of allocation; the returned stop ends that (nil
+// when no Tuner runs).
+func applyGC(cfg *config.Config, getenv func(string) string, log *slog.Logger) (stop func()) {
 	percent, limit := "GOGC", "GOMEMLIMIT"
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(cfg.Node.EffectiveGCPercent())
-		percent = strconv.Itoa(cfg.Node.EffectiveGCPercent())
+		p := cfg.Node.EffectiveGCPercent()
+		debug.SetGCPercent(p)
+		percent = strconv.Itoa(p)
+		if p > 0 {
+			t := gctune.New(p, gctune.DefaultFloor)
+			t.Start()
+			stop = t.Stop
+		}
 	}
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(cfg.EffectiveMemoryLimit())
 		limit = strconv.FormatInt(cfg.EffectiveMemoryLimit(), 10)
 	}
-	log.Info("garbage collector", "gc_percent", percent, "memory_limit", limit)
+	log.Info("garbage collector", "gc_percent", percent, "min_room", gctune.DefaultFloor, "memory_limit", limit)
+	return stop
 }
 
 // levelOf is the log level: LEVEE_LOG_LEVEL when set, else node.log_level.
