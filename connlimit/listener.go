@@ -181,7 +181,11 @@ func (c *conn) Read(p []byte) (int, error) {
 		c.l.wait(c, true)
 	}
 	n, err := c.Conn.Read(p)
-	if pending {
+	// A request received while this read waited (net/http's background
+	// read, which starts once the request is whole) left pending, and
+	// leaving cleared its waiting: the lock is only needed while it is
+	// still pending.
+	if pending && state(c.state.Load()) == statePending {
 		c.l.wait(c, false)
 	}
 	if n > 0 && state(c.state.Load()) == stateIdle {

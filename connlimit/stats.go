@@ -66,7 +66,7 @@ type Stats struct {
 // Stats reads the counts.
 func (l *Listener) Stats() Stats {
 	l.mu.Lock()
-	s := Stats{Pending: l.t.pending.Len(), Active: l.t.active, Idle: l.t.idle.Len()}
+	s := Stats{Pending: l.t.pending.len, Active: l.t.active, Idle: l.t.idle.len}
 	l.mu.Unlock()
 	for i := range s.Closed {
 		s.Closed[i] = l.closed[i].Load()

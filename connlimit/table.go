@@ -2,7 +2,6 @@ package connlimit
 
 import (
 	"container/heap"
-	"container/list"
 	"net/netip"
 	"time"
 )
@@ -23,9 +22,11 @@ type entry struct {
 	key   netip.Addr // its client address (addrKey)
 	state state      //
 	since time.Time  // when it entered its state
-	elem  *list.Element
-	// inAddr is its element in its address's pending list.
-	inAddr *list.Element
+	// byState links it into the list its state keeps (pending or idle),
+	// byAddr into its address's pending list. The lists are intrusive, so
+	// a keep-alive request, which moves its connection from idle to
+	// pending to active and back, allocates nothing.
+	byState, byAddr links
 	// waiting: pending, and its server goroutine is blocked reading it,
 	// waiting on its client. Only waiting connections count against the
 	// pending bounds: a burst of honest connections whose requests sit
@@ -54,14 +55,16 @@ type victim struct {
 	reason Reason
 }
 
-// address holds one client address's pending connections, oldest first;
-// it lives only while it has one (so the table's memory follows its
-// connections, not the addresses ever seen).
+// address holds one client address's pending connections, oldest first.
+// It lives while the address has a connection open (conns), so a client's
+// keep-alive requests do not make and drop it each time; the table's
+// memory follows its connections, not the addresses ever seen.
 type address struct {
 	key     netip.Addr
-	pending list.List
-	waiting int // of pending
-	index   int // in table.heavy
+	pending entryList // by entry.byAddr
+	conns   int       // open connections, in any state
+	waiting int       // of pending
+	index   int       // in table.heavy
 }
 
 // table is the bookkeeping behind a Listener: connections by state, in
@@ -70,8 +73,8 @@ type address struct {
 // it removed for the caller to close.
 type table struct {
 	cfg     Config
-	pending list.List // of *entry, oldest first
-	idle    list.List // of *entry, oldest first
+	pending entryList // by entry.byState, oldest first
+	idle    entryList // by entry.byState, oldest first
 	active  int
 	waiting int // of pending
 	addrs   map[netip.Addr]*address
@@ -79,10 +82,11 @@ type table struct {
 }
 
 func newTable(cfg Config) *table {
-	return &table{cfg: cfg, addrs: make(map[netip.Addr]*address)}
+	return &table{cfg: cfg, addrs: make(map[netip.Addr]*address),
+		pending: entryList{at: byState}, idle: entryList{at: byState}}
 }
 
-func (t *table) open() int { return t.pending.Len() + t.idle.Len() + t.active }
+func (t *table) open() int { return t.pending.len + t.idle.len + t.active }
 
 // add admits a new connection from key as pending, or refuses it for
 // why: MaxPending are waiting, most of them key's and young
@@ -96,14 +100,15 @@ func (t *table) add(e *entry, key netip.Addr, now time.Time) (vs []victim, admit
 	}
 	if t.open() >= t.cfg.MaxConns {
 		switch {
-		case t.idle.Len() > 0:
-			vs = t.evict(vs, t.idle.Front().Value.(*entry), ReasonIdleEvicted)
+		case t.idle.len > 0:
+			vs = t.evict(vs, t.idle.front, ReasonIdleEvicted)
 		case t.waiting > 0: // MaxPending near MaxConns: waiting ones filled it
 			vs = t.evict(vs, t.heaviestOldest(), ReasonPendingCap)
 		default:
 			return vs, false, ReasonRefused
 		}
 	}
+	t.join(e)
 	return t.makePending(vs, e, now), true, 0
 }
 
@@ -117,6 +122,7 @@ func (t *table) arrived(e *entry, now time.Time) []victim {
 	t.unlink(e)
 	vs, ok := t.makeRoomFor(t.sweep(nil, now), e.key, now)
 	if !ok {
+		t.leave(e)
 		e.set(stateGone, now)
 		return append(vs, victim{e, ReasonPendingCap})
 	}
@@ -151,9 +157,9 @@ func (t *table) makeRoomFor(vs []victim, key netip.Addr, now time.Time) ([]victi
 
 // oldestWaiting is the first waiting entry of l (a list of entries,
 // oldest first), nil if none is.
-func oldestWaiting(l *list.List) *entry {
-	for el := l.Front(); el != nil; el = el.Next() {
-		if e := el.Value.(*entry); e.waiting {
+func oldestWaiting(l *entryList) *entry {
+	for e := l.front; e != nil; e = l.at(e).next {
+		if e.waiting {
 			return e
 		}
 	}
@@ -196,28 +202,48 @@ func (t *table) idled(e *entry) {
 		return
 	}
 	t.unlink(e)
-	e.elem = t.idle.PushBack(e)
+	t.idle.pushBack(e)
 	e.set(stateIdle, time.Time{})
 }
 
 // remove forgets a closed connection.
 func (t *table) remove(e *entry) {
+	if e.state == stateGone {
+		return
+	}
 	t.unlink(e)
+	t.leave(e)
 	e.set(stateGone, e.since)
+}
+
+// join counts a new connection of e's address, making the address's
+// record when it is the first.
+func (t *table) join(e *entry) {
+	a := t.addrs[e.key]
+	if a == nil {
+		a = &address{key: e.key, pending: entryList{at: byAddr}}
+		t.addrs[e.key] = a
+		heap.Push(&t.heavy, a)
+	}
+	a.conns++
+}
+
+// leave uncounts a connection of e's address (out of every list already),
+// dropping the address's record with its last connection.
+func (t *table) leave(e *entry) {
+	a := t.addrs[e.key]
+	if a.conns--; a.conns == 0 {
+		heap.Remove(&t.heavy, a.index)
+		delete(t.addrs, e.key)
+	}
 }
 
 // makePending links e as pending, once makeRoomFor has made room: e is
 // not waiting yet, but will be once read.
 func (t *table) makePending(vs []victim, e *entry, now time.Time) []victim {
 	e.set(statePending, now)
-	e.elem = t.pending.PushBack(e)
-	a := t.addrs[e.key]
-	if a == nil {
-		a = &address{key: e.key}
-		t.addrs[e.key] = a
-		heap.Push(&t.heavy, a)
-	}
-	e.inAddr = a.pending.PushBack(e)
+	t.pending.pushBack(e)
+	t.addrs[e.key].pending.pushBack(e)
 	return vs
 }
 
@@ -234,15 +260,15 @@ func (t *table) heaviestOldest() *entry {
 // sweep closes, oldest first, the waiting connections pending longer
 // than PressureTimeout while more than MaxPending/2 are waiting.
 func (t *table) sweep(vs []victim, now time.Time) []victim {
-	for el := t.pending.Front(); el != nil && t.waiting > t.cfg.MaxPending/2; {
-		e := el.Value.(*entry)
+	for e := t.pending.front; e != nil && t.waiting > t.cfg.MaxPending/2; {
 		if now.Sub(e.since) <= t.cfg.PressureTimeout {
 			break
 		}
-		el = el.Next()
+		next := e.byState.next
 		if e.waiting {
 			vs = t.evict(vs, e, ReasonPressureTimeout)
 		}
+		e = next
 	}
 	return vs
 }
@@ -256,22 +282,14 @@ func (t *table) evict(vs []victim, e *entry, r Reason) []victim {
 func (t *table) unlink(e *entry) {
 	switch e.state {
 	case statePending:
-		t.wait(e, false)
-		t.pending.Remove(e.elem)
-		a := t.addrs[e.key]
-		a.pending.Remove(e.inAddr)
-		if a.pending.Len() == 0 {
-			heap.Remove(&t.heavy, a.index)
-			delete(t.addrs, e.key)
-		} else {
-			heap.Fix(&t.heavy, a.index)
-		}
+		t.wait(e, false) // the heap orders by waiting alone
+		t.pending.remove(e)
+		t.addrs[e.key].pending.remove(e)
 	case stateIdle:
-		t.idle.Remove(e.elem)
+		t.idle.remove(e)
 	case stateActive:
 		t.active--
 	}
-	e.elem, e.inAddr = nil, nil
 }
 
 // heaviest is a max-heap of addresses by waiting connections held.
@@ -294,4 +312,47 @@ func (h *heaviest) Pop() any {
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
 	return a
+}
+
+// links are an entry's place in one entryList.
+type links struct{ prev, next *entry }
+
+func byState(e *entry) *links { return &e.byState }
+func byAddr(e *entry) *links  { return &e.byAddr }
+
+// entryList is a doubly linked list of entries threaded through the
+// links at picks (an entry is in at most one list of each kind), oldest
+// first: container/list without an element to allocate per insert.
+type entryList struct {
+	front, back *entry
+	len         int
+	at          func(*entry) *links
+}
+
+func (l *entryList) pushBack(e *entry) {
+	ln := l.at(e)
+	ln.prev, ln.next = l.back, nil
+	if l.back != nil {
+		l.at(l.back).next = e
+	} else {
+		l.front = e
+	}
+	l.back = e
+	l.len++
+}
+
+func (l *entryList) remove(e *entry) {
+	ln := l.at(e)
+	if ln.prev != nil {
+		l.at(ln.prev).next = ln.next
+	} else {
+		l.front = ln.next
+	}
+	if ln.next != nil {
+		l.at(ln.next).prev = ln.prev
+	} else {
+		l.back = ln.prev
+	}
+	ln.prev, ln.next = nil, nil
+	l.len--
 }

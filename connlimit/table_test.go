@@ -146,22 +146,25 @@ func TestTableClosesTheRightConnections(t *testing.T) {
 }
 
 // checkCounts holds the table's lists and heap to each other: every
-// pending entry is in its address's list, and the heap's top holds the
-// most.
+// pending entry is in its address's list, every address kept has an open
+// connection and they add up to the table's, and the heap's top holds
+// the most waiting.
 func checkCounts(t *testing.T, tb *table) {
 	t.Helper()
-	n := 0
+	pending, conns := 0, 0
 	for _, a := range tb.addrs {
-		n += a.pending.Len()
-		if a.pending.Len() == 0 {
-			t.Fatalf("address %s kept with no pending connection", a.key)
+		pending += a.pending.len
+		conns += a.conns
+		if a.conns == 0 || a.conns < a.pending.len {
+			t.Fatalf("address %s kept with %d connections, %d pending", a.key, a.conns, a.pending.len)
 		}
 		if tb.heavy[0].waiting < a.waiting {
 			t.Fatalf("heap top %s has %d waiting, %s has %d", tb.heavy[0].key, tb.heavy[0].waiting, a.key, a.waiting)
 		}
 	}
-	if n != tb.pending.Len() || len(tb.heavy) != len(tb.addrs) {
-		t.Fatalf("pending %d, by address %d; heap %d, addresses %d", tb.pending.Len(), n, len(tb.heavy), len(tb.addrs))
+	if pending != tb.pending.len || conns != tb.open() || len(tb.heavy) != len(tb.addrs) {
+		t.Fatalf("pending %d, by address %d; open %d, by address %d; heap %d, addresses %d",
+			tb.pending.len, pending, tb.open(), conns, len(tb.heavy), len(tb.addrs))
 	}
 }
 
@@ -187,5 +190,32 @@ func TestTableForgetsAddressesWithTheirConnections(t *testing.T) {
 	}
 	if len(tb.addrs) != 0 || len(tb.heavy) != 0 || tb.open() != 0 {
 		t.Fatalf("after every close: %d addresses, heap %d, open %d", len(tb.addrs), len(tb.heavy), tb.open())
+	}
+}
+
+// TestAKeepAliveRequestAllocatesNothing: a next request on an idle
+// connection (arrived, received, idled again) moves the connection
+// between intrusive lists and keeps its address's record, which lives as
+// long as the connection: every request pays for this bookkeeping.
+func TestAKeepAliveRequestAllocatesNothing(t *testing.T) {
+	tb := newTable(Config{}.withDefaults())
+	now := time.Unix(1000, 0)
+	e := &entry{}
+	if _, ok, _ := tb.add(e, netip.MustParseAddr("192.0.2.1"), now); !ok {
+		t.Fatal("refused")
+	}
+	tb.received(e)
+	tb.idled(e)
+	allocs := testing.AllocsPerRun(100, func() {
+		tb.arrived(e, now)
+		tb.received(e)
+		tb.idled(e)
+	})
+	if allocs != 0 {
+		t.Errorf("a keep-alive request allocated %v times in the table, want 0", allocs)
+	}
+	checkCounts(t, tb)
+	if a := tb.addrs[e.key]; a == nil || a.conns != 1 {
+		t.Fatalf("the idle connection's address record: %+v, want one connection", a)
 	}
 }
