@@ -131,8 +131,9 @@ type nodeProcess struct {
 }
 
 // startNodeProcess runs a single node with the default node.* limits in
-// front of upstream, and stops it when the test ends.
-func startNodeProcess(t *testing.T, upstream string) *nodeProcess {
+// front of upstream, and stops it when the test ends; extraEnv are more
+// KEY=value pairs for its environment.
+func startNodeProcess(t *testing.T, upstream string, extraEnv ...string) *nodeProcess {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "levee.yaml")
@@ -155,7 +156,7 @@ routes:
 		bin, env = b, os.Environ()
 	}
 	cmd := exec.Command(bin, "-config", cfg)
-	cmd.Env = env
+	cmd.Env = append(env, extraEnv...)
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

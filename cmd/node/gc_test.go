@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,4 +63,56 @@ func TestGCSettingsApplyUnlessTheEnvironmentSetsThem(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestANodesCollectorKeepsRoomForASmallHeap runs the node as a process
+// and reads its /metrics: with a small heap GOGC (go_gc_gogc_percent) is
+// above node.gc_percent's 25, so that a collection waits for 64 MiB of
+// growth; with GOGC in the environment, GOGC is what the node runs with.
+func TestANodesCollectorKeepsRoomForASmallHeap(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(up.Close)
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		min, max float64
+	}{
+		{"defaults: at least 64 MiB of room over a small heap", nil, 26, gctuneMaxPercent},
+		{"GOGC in the environment wins", []string{"GOGC=50"}, 50, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startNodeProcess(t, up.URL, tc.env...)
+			got := gogcPercent(t, "http://"+n.addr+"/metrics")
+			if got < tc.min || got > tc.max {
+				t.Errorf("go_gc_gogc_percent = %v, want within [%v, %v]", got, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// gctuneMaxPercent is the most a gctune.Tuner sets (its maxPercent).
+const gctuneMaxPercent = 1 << 20
+
+func gogcPercent(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_gc_gogc_percent "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("%s has no go_gc_gogc_percent", url)
+	return 0
 }
