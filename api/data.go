@@ -75,17 +75,20 @@ func (s *Server) parse(w http.ResponseWriter, r *http.Request) (*proxy.Request, 
 	if err != nil {
 		return nil, err
 	}
-	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
-	return &proxy.Request{
+	req := &proxy.Request{
 		Route:    rt.Name,
 		Method:   r.Method,
 		Path:     rest,
 		RawQuery: r.URL.RawQuery,
-		Header:   h,
+		Header:   r.Header,
 		Body:     body,
 		// write copies a fresh hit's header from its record (proxy/record.go).
 		ReadsRecord: true,
-	}, nil
+	}
+	// The client's header as received: the engine cleans it when more
+	// than a hit needs it, and dispatch before it leaves this node.
+	req.FromClient(r.RemoteAddr, r.TLS != nil)
+	return req, nil
 }
 
 func (s *Server) match(path string) (RouteInfo, bool) {
@@ -149,6 +152,7 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, s.cfg.Node, err
 	}
+	req.Clean() // a peer gets the end-to-end header, Forwarded included
 	resp, err := s.cfg.Peers.Forward(ctx, owner, key, req)
 	var remote *peer.RemoteError
 	switch {

@@ -321,3 +321,17 @@ func TestHTTPATenantHeaderLeveeStripsIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPARouteKeyedOnXForwardedForKeysTheConnection: a route may key
+// its tenant on X-Forwarded-For, which Levee sets from the connection; a
+// client's own X-Forwarded-For, in any spelling, changes nothing, on a
+// hit as on a miss.
+func TestHTTPARouteKeyedOnXForwardedForKeysTheConnection(t *testing.T) {
+	st := newHitRulesStack(t, func(open, _ *proxy.Route) { open.TenantHeader = "X-Forwarded-For" })
+	runHitSteps(t, st, []hitStep{
+		{"", "/open/f/1", []string{"X-Forwarded-For: 10.1.1.1"}, 200, "MISS", body0},
+		{"", "/open/f/1", []string{"x-forwarded-for: 10.2.2.2"}, 200, "HIT", body0},
+		{"", "/open/f/1", nil, 200, "HIT", body0},
+		{"", "/open/f/1", []string{"Forwarded: for=10.3.3.3", "X-Forwarded-For: 10.3.3.3"}, 200, "HIT", body0},
+	})
+}

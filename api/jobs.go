@@ -124,6 +124,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request, req *proxy.Requ
 // job's tenant scopes its Idempotency-Key and who reads it, so a tenant
 // taken from an API key must not become "" here.
 func (s *Server) jobRequest(req *proxy.Request) (queue.Request, error) {
+	req.Clean() // the job keeps the end-to-end header, Forwarded included
 	if _, err := s.cfg.Engine.RoutingKey(req); err != nil {
 		return queue.Request{}, err
 	}

@@ -111,6 +111,9 @@ func (e *Engine) RoutingKey(r *Request) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
 	}
+	if !keysAsSent(rt, r) {
+		r.Clean()
+	}
 	if err := check(rt, r); err != nil {
 		return "", err
 	}
@@ -140,6 +143,9 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	rt, ok := e.route(r.Route)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRoute, r.Route)
+	}
+	if !keysAsSent(rt, r) {
+		r.Clean()
 	}
 	if err := check(rt, r); err != nil {
 		return nil, err

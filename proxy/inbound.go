@@ -29,16 +29,21 @@ func DroppedByDefault() []string { return slices.Clone(droppedByDefault) }
 // the query holds no control characters, a GET or HEAD carries no body,
 // the tenant is unambiguous (and present if the route requires one), and
 // the headers are those the upstream may see. A refusal wraps
-// ErrBadRequest. r itself is not modified.
+// ErrBadRequest. r itself is not modified, but for a client's own header,
+// which is cleaned first (Clean).
 func prepare(rt *Route, r *Request) (*Request, error) {
+	r.Clean()
 	if err := check(rt, r); err != nil {
 		return nil, err
 	}
 	return prepared(rt, r), nil
 }
 
-// prepared is prepare's copy of a request check has accepted.
+// prepared is prepare's copy of a request check has accepted, after
+// cleaning a client's own header in r (Clean): the copy's header is what
+// the upstream may see of the end-to-end one.
 func prepared(rt *Route, r *Request) *Request {
+	r.Clean()
 	c := *r
 	c.Header = inboundHeader(rt, r.Header)
 	c.acceptEncoding = r.Header["Accept-Encoding"]

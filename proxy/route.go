@@ -66,6 +66,10 @@ type Route struct {
 	// header is read by its name as is (h[name]), not canonicalised on
 	// each request as Header.Values does.
 	canonical bool
+	// keysForwarded: the tenant, tenant key or a key header is
+	// X-Forwarded-For or Forwarded, which a client's own header holds as
+	// the client wrote it and ClientHeader replaces (keysAsSent).
+	keysForwarded bool
 }
 
 // compiled returns a copy of rt with every header name canonical and every
@@ -79,6 +83,9 @@ func (rt *Route) compiled() *Route {
 	c.DenyHeaders = canonicalNames(rt.DenyHeaders)
 	c.AllowHeaders = canonicalNames(rt.AllowHeaders)
 	c.canonical = true
+	for _, n := range append([]string{c.TenantHeader, c.TenantKeyHeader}, c.KeyHeaders...) {
+		c.keysForwarded = c.keysForwarded || n == "X-Forwarded-For" || n == "Forwarded"
+	}
 	if rt.TenantKeys != nil {
 		c.TenantKeys = make(map[string]string, len(rt.TenantKeys))
 		for k, v := range rt.TenantKeys {
@@ -181,8 +188,12 @@ type Request struct {
 	Method   string      // GET, HEAD, POST, …
 	Path     string      // escaped path below the route prefix, without a leading "/"
 	RawQuery string      // as sent; the cache key canonicalises it
-	Header   http.Header // end-to-end headers only (api stripped hop-by-hop and internal ones)
-	Body     []byte
+	// Header holds the end-to-end headers: no hop-by-hop or internal one,
+	// Forwarded and X-Forwarded-For set by Levee (ClientHeader). A
+	// request marked FromClient holds its client's own header instead,
+	// as received, until Clean.
+	Header http.Header
+	Body   []byte
 	// ReadsRecord says the caller reads a fresh hit's stored header from
 	// Response.Record (api's write copies it into the answer: record.go),
 	// so the engine leaves Response.Header nil on such a hit instead of
@@ -194,6 +205,12 @@ type Request struct {
 	// EndInterim (interim.go). Default nil: none are passed on.
 	InterimTo http.ResponseWriter
 	interim   *interimSink // set on the way to a fetch (sinkInterim)
+
+	// raw: Header is still the client's own (FromClient), received from
+	// remoteAddr, over TLS when https.
+	raw        bool
+	https      bool
+	remoteAddr string
 
 	// acceptEncoding is the client's Accept-Encoding, which prepared
 	// drops from Header (it never reaches the upstream) but which decides
