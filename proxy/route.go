@@ -184,10 +184,10 @@ func withRouteVary(rt *Route, h http.Header) http.Header {
 
 // Request is one client request after api has parsed and cleaned it.
 type Request struct {
-	Route    string      // route name
-	Method   string      // GET, HEAD, POST, …
-	Path     string      // escaped path below the route prefix, without a leading "/"
-	RawQuery string      // as sent; the cache key canonicalises it
+	Route    string // route name
+	Method   string // GET, HEAD, POST, …
+	Path     string // escaped path below the route prefix, without a leading "/"
+	RawQuery string // as sent; the cache key canonicalises it
 	// Header holds the end-to-end headers: no hop-by-hop or internal one,
 	// Forwarded and X-Forwarded-For set by Levee (ClientHeader). A
 	// request marked FromClient holds its client's own header instead,
