@@ -182,7 +182,8 @@ func withRouteVary(rt *Route, h http.Header) http.Header {
 	return h
 }
 
-// Request is one client request after api has parsed and cleaned it.
+// Request is one client request after api has parsed it (its header is
+// cleaned when needed: FromClient).
 type Request struct {
 	Route    string // route name
 	Method   string // GET, HEAD, POST, …
