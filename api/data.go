@@ -152,7 +152,8 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, s.cfg.Node, err
 	}
-	req.Clean() // a peer gets the end-to-end header, Forwarded included
+	// Peers.Forward cleans the client's own header (proxy.Request.Clean)
+	// before it sends it, and a near copy may serve it without.
 	resp, err := s.cfg.Peers.Forward(ctx, owner, key, req)
 	var remote *peer.RemoteError
 	switch {

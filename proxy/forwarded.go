@@ -60,16 +60,21 @@ func (r *Request) Clean() {
 	}
 }
 
+// AsSent reports whether every field of r's header but the hop-by-hop,
+// internal (X-Levee-*) and forwarding ones has the same values as in its
+// end-to-end header: it is end-to-end already, or a client's own without
+// a Connection field (which can name any field for removal). A lookup
+// that reads only such fields (Accept-Encoding, a tenant header) may read
+// r.Header as it is; any other must Clean first.
+func (r *Request) AsSent() bool { return !r.raw || len(r.Header["Connection"]) == 0 }
+
 // keysAsSent reports whether every field a hit under the primary key reads
 // (the tenant or tenant key header, Accept-Encoding) has the same values in
-// r's header as in the end-to-end one: it is end-to-end already, or a
-// client's own without a Connection field (which can name any field for
-// removal) on a route that does not key on X-Forwarded-For or Forwarded
-// (which Levee sets anew). Cleaning removes nothing else a key reads:
-// hop-by-hop, internal and other forwarding fields are never key fields
-// (Route.check).
+// r's header as in the end-to-end one: AsSent, on a route that does not
+// key on X-Forwarded-For or Forwarded (which Levee sets anew). Hop-by-hop,
+// internal and other forwarding fields are never key fields (Route.check).
 func keysAsSent(rt *Route, r *Request) bool {
-	return !r.raw || len(r.Header["Connection"]) == 0 && !rt.keysForwarded
+	return r.AsSent() && !rt.keysForwarded
 }
 
 // setForwarded is SetForwarded once h holds no forwarding header.

@@ -117,7 +117,7 @@ func TestInvalidationRemovesTheURLEverywhereOnANode(t *testing.T) {
 			t.Errorf("cache %q found = %v, want %v", key, ok, want)
 		}
 	}
-	if _, ok := rg.r.near.get(http.MethodGet, rkey, http.Header{}, false); ok {
+	if _, ok := rg.r.near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: http.Header{}}); ok {
 		t.Error("near cache still answers")
 	}
 	if rg.r.Pending() != 0 {
@@ -221,14 +221,14 @@ func TestForwardTellsNotSentFromUnknown(t *testing.T) {
 	if _, err := rg.r.Forward(context.Background(), "n2", rkey, req); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rg.r.near.get(http.MethodGet, rkey, http.Header{}, false); !ok {
+	if _, ok := rg.r.near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: http.Header{}}); !ok {
 		t.Fatal("the owner's answer was not near-cached")
 	}
 	post := &proxy.Request{Method: http.MethodPost, Path: "/a", Header: http.Header{}}
 	if _, err := rg.r.Forward(context.Background(), "n2", rkey, post); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := rg.r.near.get(http.MethodGet, rkey, http.Header{}, false); ok {
+	if _, ok := rg.r.near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: http.Header{}}); ok {
 		t.Fatal("the near cache still answers after a write through this node")
 	}
 	if rg.obs.get("forward/not-sent") != 1 || rg.obs.get("forward/ok") != 2 {

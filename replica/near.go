@@ -179,12 +179,18 @@ func nearable(method string, resp *proxy.Response) bool {
 
 func nearKey(method, rkey string) string { return method + "\x00" + rkey }
 
-// get is the near copy of rkey's answer for a request with header h, if
-// one is fresh. It reads the cache's records as they are: lean (the
-// caller's Request.ReadsRecord) leaves the answer's Header nil beside its
-// Record, which api.Server.write copies into the client's answer.
-func (n *nearCache) get(method, rkey string, h http.Header, lean bool) (*proxy.Response, bool) {
-	k := nearKey(method, rkey)
+// get is the near copy of rkey's answer for req, if one is fresh. It
+// reads the cache's records as they are: lean (req.ReadsRecord) leaves the
+// answer's Header nil beside its Record, which api.Server.write copies
+// into the client's answer. An answer that does not vary reads only
+// Accept-Encoding of req's header, which a client's own header holds as
+// the end-to-end one does (proxy.Request.AsSent); a variant's key may
+// read any field, so req is cleaned first.
+func (n *nearCache) get(rkey string, req *proxy.Request) (*proxy.Response, bool) {
+	if !req.AsSent() {
+		req.Clean()
+	}
+	k := nearKey(req.Method, rkey)
 	rec, ok := n.c.Record(k)
 	if !ok {
 		return nil, false
@@ -198,13 +204,15 @@ func (n *nearCache) get(method, rkey string, h http.Header, lean bool) (*proxy.R
 				names = append(names, v)
 			}
 		}
-		vk = proxy.VaryKey(k, names, h)
+		req.Clean()
+		vk = proxy.VaryKey(k, names, req.Header)
 		rec, ok = n.c.Record(vk)
 	}
 	now := n.now()
-	if !ok || rec.Freshness(now) != store.Fresh || !proxy.RecordDecodable(rec, h["Accept-Encoding"]) {
+	if !ok || rec.Freshness(now) != store.Fresh || !proxy.RecordDecodable(rec, req.Header["Accept-Encoding"]) {
 		return nil, false
 	}
+	lean := req.ReadsRecord
 	n.serve(n.slot(vk), now)
 	// The record's own body, shared read-only as proxy's hits share it
 	// (see proxy.Response); its header is decoded only for a caller that

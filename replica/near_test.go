@@ -44,7 +44,7 @@ func TestNearCacheFollowsTheEnginesVaryRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rkey := string(rune('a' + i))
 			near.put(http.MethodGet, rkey, tt.putWith, answer(tt.vary), clk.Now())
-			_, ok := near.get(http.MethodGet, rkey, tt.getWith, false)
+			_, ok := near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: tt.getWith})
 			if ok != tt.hit {
 				t.Fatalf("near hit = %v, want %v", ok, tt.hit)
 			}
@@ -52,7 +52,7 @@ func TestNearCacheFollowsTheEnginesVaryRule(t *testing.T) {
 	}
 	near.put(http.MethodGet, "ttl", en, answer("Accept-Language"), clk.Now())
 	clk.Advance(time.Second)
-	if _, ok := near.get(http.MethodGet, "ttl", en, false); ok {
+	if _, ok := near.get("ttl", &proxy.Request{Method: http.MethodGet, Header: en}); ok {
 		t.Fatal("near entry served past its ttl")
 	}
 }

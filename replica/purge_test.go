@@ -34,7 +34,7 @@ func TestPurgeIsSentToEveryLiveMemberBeforeItReturns(t *testing.T) {
 	if got := rg.tr.invalidations("n2:80"); !slices.Equal(got, want) {
 		t.Fatalf("n2 holds %v when Purge returns, want %v", got, want)
 	}
-	if _, ok := rg.r.near.get(http.MethodGet, rkey, http.Header{}, false); ok || rg.r.Pending() != 0 {
+	if _, ok := rg.r.near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: http.Header{}}); ok || rg.r.Pending() != 0 {
 		t.Fatal("the near cache or the hand-off set still holds the purged route")
 	}
 	rg.tr.setDown("n3:80", false)
@@ -76,7 +76,7 @@ func TestRoutePurgeRemovesTheRouteEverywhereOnANode(t *testing.T) {
 	if st := rg.cache.Stats(); st.Entries != 2 {
 		t.Errorf("%d entries held, want 2: a route's purge frees what it removes", st.Entries)
 	}
-	if _, ok := rg.r.near.get(http.MethodGet, rkey, http.Header{}, false); ok {
+	if _, ok := rg.r.near.get(rkey, &proxy.Request{Method: http.MethodGet, Header: http.Header{}}); ok {
 		t.Error("near cache still answers")
 	}
 	if rg.r.Pending() != 1 {

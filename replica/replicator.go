@@ -130,15 +130,19 @@ func (r *Replicator) Placement(key string) []string {
 	return r.cfg.Ring.Replicas(key, 1+r.cfg.Replication)
 }
 
-// Forward implements api.Peers: near cache first, then the owner.
+// Forward implements api.Peers: near cache first, then the owner. A
+// client's own header (proxy.Request.FromClient) is cleaned before the
+// request leaves for the owner, and before a near copy's lookup unless
+// that reads only fields cleaning leaves as they are (nearCache.get).
 func (r *Replicator) Forward(ctx context.Context, node, key string, req *proxy.Request) (*proxy.Response, error) {
 	if r.near != nil {
-		if resp, ok := r.near.get(req.Method, key, req.Header, req.ReadsRecord); ok {
+		if resp, ok := r.near.get(key, req); ok {
 			r.obs.NearCacheLookup("hit")
 			return resp, nil
 		}
 		r.obs.NearCacheLookup("miss")
 	}
+	req.Clean()
 	m, ok := r.cfg.Members.Member(node)
 	if !ok || m.Addr == "" {
 		r.obs.ForwardOutcome(node, "not-sent")

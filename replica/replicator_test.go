@@ -49,15 +49,17 @@ type fakeTransport struct {
 	stored    int64                                      // and its Stored
 	renew     func(*peer.Renew) ([]time.Duration, error) // Renew's answer; nil: a node that predates renewal
 	renewals  []*peer.Renew
-	renewedAt []string      // each renewal's address
-	fresh     time.Duration // FreshFor in forward answers (0: a minute)
-	onForward func()        // runs in each forward, as the owner answers (nil: nothing)
+	renewedAt []string              // each renewal's address
+	fresh     time.Duration         // FreshFor in forward answers (0: a minute)
+	onForward func()                // runs in each forward, as the owner answers (nil: nothing)
+	sent      []map[string][]string // each forward's header
 }
 
-func (f *fakeTransport) Forward(_ context.Context, addr string, _ *peer.ForwardRequest) (*peer.ForwardResponse, error) {
+func (f *fakeTransport) Forward(_ context.Context, addr string, req *peer.ForwardRequest) (*peer.ForwardResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.forwards++
+	f.sent = append(f.sent, req.Header)
 	if f.onForward != nil {
 		f.onForward()
 	}
@@ -165,6 +167,45 @@ func TestForwardFillsTheNearCache(t *testing.T) {
 	}
 	if tr.forwards != 1 || obs.get("near/hit") != 1 || obs.get("forward/ok") != 1 {
 		t.Fatalf("%d forwards, counts %v; want one forward, then a near-cache hit", tr.forwards, obs.n)
+	}
+}
+
+// TestAClientsOwnHeaderIsCleanedBeforeItLeavesAndForAVariant: a request
+// marked FromClient reaches the owner with its header end-to-end (no
+// hop-by-hop or internal field, Forwarded set from the connection), and
+// a near copy that varies is looked up under the cleaned header: a field
+// the client's Connection names is not the client's variant.
+func TestAClientsOwnHeaderIsCleanedBeforeItLeavesAndForAVariant(t *testing.T) {
+	tr := newFakeTransport()
+	r, obs := newTestReplicator(t, "n2", fixedRing{"n1", "n2"}, tr, testutil.NewClock(time.Time{}))
+	client := func(kv ...string) *proxy.Request {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		req := &proxy.Request{Method: http.MethodGet, Path: "/a", Header: h}
+		req.FromClient("192.0.2.7:5000", false)
+		return req
+	}
+	if _, err := r.Forward(context.Background(), "n1", "rk", client("Keep-Alive", "5", "X-Levee-Owner", "n9",
+		"X-Forwarded-For", "10.1.1.1", "Accept", "*/*")); err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header(tr.sent[0])
+	if h.Get("Keep-Alive") != "" || h.Get("X-Levee-Owner") != "" || h.Get("X-Forwarded-For") != "192.0.2.7" || h.Get("Accept") != "*/*" {
+		t.Fatalf("the owner got %v, want the end-to-end header", h)
+	}
+	en := http.Header{"Accept-Language": {"en"}}
+	r.near.put(http.MethodGet, "rv", en, &proxy.Response{Status: 200, Header: http.Header{"Vary": {"Accept-Language"}},
+		Body: []byte("en"), Result: proxy.Miss, FreshFor: time.Minute}, r.cfg.Now())
+	if resp, err := r.Forward(context.Background(), "n1", "rv", client("Accept-Language", "en")); err != nil || string(resp.Body) != "en" {
+		t.Fatalf("the client's own en variant: %v, %v; want the near copy", resp, err)
+	}
+	if resp, err := r.Forward(context.Background(), "n1", "rv", client("Connection", "Accept-Language", "Accept-Language", "en")); err != nil || string(resp.Body) == "en" {
+		t.Fatalf("Accept-Language named in Connection: %v, %v; want no en variant", resp, err)
+	}
+	if obs.get("near/hit") != 1 {
+		t.Fatalf("counts %v, want one near-cache hit", obs.n)
 	}
 }
 
