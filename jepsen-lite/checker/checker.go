@@ -64,6 +64,7 @@ type result struct {
 	r             Result
 	max           int
 	catchUpProbes int // breaker: probes allowed to restarted nodes
+	offSideCalls  int // breaker: calls in open periods from nodes off the leader's side
 }
 
 func newResult(name string, cfg Config) *result {

@@ -28,7 +28,12 @@ type logicalCall struct {
 // brief's backoff caps at 10 s (429) and 3 s (network), plus slack.
 const retryGap = 11e9
 
-// probes checks one probe per half-open period. An open period runs from
+// probes checks one probe per half-open period, on the leader's side: a
+// call from a node a partition, packet loss, delay or a pause had cut off
+// or slowed at that instant (or within Settle after) is its own guard's
+// decision on a state it could not know (a node on a lossy link applies
+// the trip seconds late), as the other breaker checks exclude such nodes,
+// and is counted, not judged. An open period runs from
 // the transition to open (out of closed) to the next transition to closed
 // (or the run end). Logical calls that began inside it, after the first
 // OpenFor minus ClockSlack, are probes; two of them less than OpenFor −
@@ -56,6 +61,10 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 			if catchingUp(restarts[c.node], c.first, cfg.CatchUpGrace.Nanoseconds()) && !catchUp[c.node] {
 				catchUp[c.node] = true
 				b.catchUpProbes++
+				continue
+			}
+			if h.offLeaderSide(c.node, c.first, cfg) {
+				b.offSideCalls++
 				continue
 			}
 			in = append(in, c)
@@ -188,4 +197,20 @@ func catchingUp(rs []restart, at, grace int64) bool {
 func breakerSuccess(c history.UpstreamCall, slowCall time.Duration) bool {
 	return c.Answered > 0 && c.Answered-c.Time <= slowCall.Nanoseconds() &&
 		c.Status > 0 && c.Status < 500 && c.Status != http.StatusTooManyRequests
+}
+
+// offLeaderSide reports whether node n was cut off or slowed at t (or
+// within Settle before): a target of a cluster fault that leaves it
+// running (partitions, loss, delay, pause). Restarts are judged by the
+// catch-up rule instead (catchingUp).
+func (h *History) offLeaderSide(n string, t int64, cfg Config) bool {
+	for _, f := range h.active() {
+		if isUpstreamFault(f.Kind) || isKill(f.Kind) || f.Kind == kindRestartAll || len(f.Steps) > 0 {
+			continue
+		}
+		if h.hitDuring(f, n, t, t, cfg.Settle) {
+			return true
+		}
+	}
+	return false
 }
