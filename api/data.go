@@ -34,7 +34,7 @@ func (s *Server) serveData(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, req.Route, err, start)
 		return
 	}
-	status := s.write(w, r, resp, owner)
+	status := s.write(w, r, resp, owner, start)
 	s.observe(req.Route, status, string(resp.Result), start)
 }
 
@@ -209,7 +209,7 @@ func (s *Server) successor(ctx context.Context, key, owner string, req *proxy.Re
 // write sends resp with Levee's cache headers, answering the client's own
 // conditionals and Range (proxy.Answer: a 304, a 206). It returns the
 // status written. The body is the answer's own bytes, or a slice of them.
-func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Response, owner string) int {
+func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Response, owner string, now time.Time) int {
 	h := w.Header()
 	// Internal headers are stripped from answers too: an upstream (or a
 	// compromised peer) must not be able to speak Levee's own vocabulary to
@@ -218,11 +218,14 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, resp *proxy.Respo
 	// fresh hit's header is copied straight from its record.
 	var spare []string // room for setLevee's values, after the record's
 	if resp.Header == nil && resp.Record != nil {
-		spare = proxy.CopyCleanRecord(h, resp.Record, true, leveeFields)
+		// Only a bodiless HEAD answer keeps the stored Content-Length
+		// (contentLength): any other states the body it writes.
+		spare = proxy.CopyCleanRecord(h, resp.Record, true, leveeFields, r.Method != http.MethodHead)
 	} else {
 		proxy.CopyCleanHeader(h, resp.Header, true)
 	}
-	status, body := proxy.Answer(h, r.Method, r.Header, resp.Status, resp.Body, s.cfg.Now())
+	// now is when the request arrived: Answer reads dates against it.
+	status, body := proxy.Answer(h, r.Method, r.Header, resp.Status, resp.Body, now)
 	s.setLevee(h, r, resp, owner, status, len(body), spare)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead && len(body) > 0 {
@@ -315,8 +318,13 @@ func (v *leveeValues) set(k, value string) {
 // Content-Length, which describes the body a GET would get (RFC 9110
 // §9.3.2); overwriting it with 0 would lie.
 func contentLength(h http.Header, method string, status, n int) (upstream string, ok bool) {
-	upstreamLen := first(h, "Content-Length")
-	delete(h, "Content-Length")
+	var upstreamLen string
+	if v, found := h["Content-Length"]; found {
+		if len(v) > 0 {
+			upstreamLen = v[0]
+		}
+		delete(h, "Content-Length")
+	}
 	switch {
 	case status == http.StatusNotModified || status == http.StatusNoContent || status < 200:
 		return "", false

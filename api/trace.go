@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Traceable requests: every request through node.http or node.admin
@@ -33,10 +34,22 @@ func newRequestIDs() *requestIDs {
 	return &requestIDs{prefix: hex.EncodeToString(b[:]) + "-"}
 }
 
-func (g *requestIDs) next() string {
-	var buf [32]byte // the 13-byte prefix and at most 13 base-36 digits
-	b := append(buf[:0], g.prefix...)
-	return string(strconv.AppendUint(b, g.n.Add(1), 36))
+func (g *requestIDs) next() string { return g.nextValues()[0] }
+
+// idValues is a request id and the one-value slice a header holds it in,
+// in one allocation: every request without an id of its own pays for it.
+type idValues struct {
+	v   [1]string
+	buf [32]byte // the 13-byte prefix and at most 13 base-36 digits
+}
+
+// nextValues is the next id as a header's values, capped at one.
+func (g *requestIDs) nextValues() []string {
+	iv := new(idValues)
+	b := append(iv.buf[:0], g.prefix...)
+	b = strconv.AppendUint(b, g.n.Add(1), 36)
+	iv.v[0] = unsafe.String(&iv.buf[0], len(b))
+	return iv.v[:1:1]
 }
 
 // validRequestID accepts 1–128 visible ASCII characters without spaces or
@@ -59,7 +72,7 @@ func validRequestID(id string) bool {
 func (s *Server) traced(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	ids := r.Header["X-Request-Id"]
 	if len(ids) != 1 || !validRequestID(ids[0]) {
-		ids = []string{s.ids.next()}
+		ids = s.ids.nextValues()
 		r.Header["X-Request-Id"] = ids
 	}
 	// The request and its answer share the one value slice (capped, so an

@@ -16,11 +16,12 @@ import (
 // caller reads the header there.
 
 // CopyCleanRecord is CopyCleanHeader with a record's stored header as the
-// source: it sets in dst every stored field CleanHeader keeps. The values
-// are the record's own read-only strings, in one array allocated here
-// with spare more, returned for the caller's own fields (store.Record's
-// CopyHeader).
-func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool, spare int) []string {
+// source: it sets in dst every stored field CleanHeader keeps, and, with
+// dropLength, all but Content-Length (a caller that states the length of
+// the body it writes spares the copy and its removal). The values are the
+// record's own read-only strings, in one array allocated here with spare
+// more, returned for the caller's own fields (store.Record's CopyHeader).
+func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool, spare int, dropLength bool) []string {
 	var named []string
 	if _, n := rec.Field("Connection"); n > 0 {
 		for k, v := range rec.Values() {
@@ -29,7 +30,9 @@ func CopyCleanRecord(dst http.Header, rec *store.Record, internal bool, spare in
 			}
 		}
 	}
-	return rec.CopyHeader(dst, func(k string) bool { return dropped(k, named, internal) }, spare)
+	return rec.CopyHeader(dst, func(k string) bool {
+		return dropLength && k == "Content-Length" || dropped(k, named, internal)
+	}, spare)
 }
 
 // RecordInitialAge is InitialAge of a record's stored header.
