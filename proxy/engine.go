@@ -114,10 +114,11 @@ func (e *Engine) RoutingKey(r *Request) (string, error) {
 	if !keysAsSent(rt, r) {
 		r.Clean()
 	}
-	if err := check(rt, r); err != nil {
+	tenant, err := check(rt, r)
+	if err != nil {
 		return "", err
 	}
-	return routingKey(rt, r), nil
+	return urlKey(r, tenant), nil
 }
 
 // Tenant returns the tenant a request on the named route with headers h
@@ -147,13 +148,13 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 	if !keysAsSent(rt, r) {
 		r.Clean()
 	}
-	if err := check(rt, r); err != nil {
+	tenant, err := check(rt, r)
+	if err != nil {
 		return nil, err
 	}
 	var resp *Response
-	var err error
 	if cacheable(r.Method) {
-		resp, err = e.serveCached(ctx, rt, r)
+		resp, err = e.serveCached(ctx, rt, r, tenant)
 	} else {
 		sinkInterim(r)
 		resp, err = e.pass(ctx, rt, prepared(rt, r))
@@ -171,9 +172,9 @@ func (e *Engine) Serve(ctx context.Context, r *Request) (*Response, error) {
 // header is one the upstream sees, Route.check), so a hit skips copying
 // the request and its header, which only a variant's key and the
 // upstream read.
-func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request) (*Response, error) {
+func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request, tenant string) (*Response, error) {
 	now := e.cfg.Now()
-	pkey := primaryKey(rt, raw)
+	pkey := primaryKeyOf(raw, tenant)
 	rec, ok := e.cfg.Cache.Record(pkey)
 	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh && RecordDecodable(rec, raw.Header["Accept-Encoding"]) {
 		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil

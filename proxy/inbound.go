@@ -33,7 +33,7 @@ func DroppedByDefault() []string { return slices.Clone(droppedByDefault) }
 // which is cleaned first (Clean).
 func prepare(rt *Route, r *Request) (*Request, error) {
 	r.Clean()
-	if err := check(rt, r); err != nil {
+	if _, err := check(rt, r); err != nil {
 		return nil, err
 	}
 	return prepared(rt, r), nil
@@ -53,18 +53,18 @@ func prepared(rt *Route, r *Request) *Request {
 // check holds r to prepare's rules without copying it: what RoutingKey
 // needs, since the routing key reads the tenant from r's own header (no
 // route may keep its tenant header from the upstream, config checks).
-func check(rt *Route, r *Request) error {
+// It returns the request's tenant, which the keys are made of.
+func check(rt *Route, r *Request) (tenant string, err error) {
 	if err := checkURL(r); err != nil {
-		return err
+		return "", err
 	}
 	if cacheable(r.Method) && len(r.Body) > 0 {
 		// RFC 9110 §9.3.1: a GET body has no defined meaning, and a cache
 		// keys GETs without it, so two different bodies would share an
 		// answer (and some upstreams read it, some do not: smuggling bait).
-		return fmt.Errorf("%w: %s with a body", ErrBadRequest, r.Method)
+		return "", fmt.Errorf("%w: %s with a body", ErrBadRequest, r.Method)
 	}
-	_, err := resolveTenant(rt, r.Header)
-	return err
+	return resolveTenant(rt, r.Header)
 }
 
 // checkURL holds r's path and query to prepare's rules.

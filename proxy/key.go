@@ -31,7 +31,12 @@ func urlKey(r *Request, tenant string) string {
 // query and tenant. Every variant of one URL lives under it (behind a Vary
 // marker) on the URL's owner node.
 func primaryKey(rt *Route, r *Request) string {
-	query, tenant := canonicalQuery(r.RawQuery), tenantOf(rt, r.Header)
+	return primaryKeyOf(r, tenantOf(rt, r.Header))
+}
+
+// primaryKeyOf is primaryKey for a request whose tenant check resolved.
+func primaryKeyOf(r *Request, tenant string) string {
+	query := canonicalQuery(r.RawQuery)
 	var b strings.Builder
 	b.Grow(len(r.Route) + len(r.Method) + len(r.Path) + len(query) + len(tenant) + 6) // one allocation
 	b.WriteString(r.Route)
