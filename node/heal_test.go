@@ -281,3 +281,44 @@ func (l *linkCut) RoundTrip(r *http.Request) (*http.Response, error) {
 	l.mu.Unlock()
 	return base.RoundTrip(r)
 }
+
+// TestARestartedOwnerAsksItsPeersBeforeServingItsSavedCopy: the owner
+// stops (its cache file keeps the version it had), the key's successor
+// takes the key and fetches a newer version (replication off: nothing is
+// pushed to the owner), and the owner restarts. Taking the key back, the owner must not serve the copy from its file, which is older
+// than what clients read through the successor: it asks its peers first
+// (soak run 5 at 1,095 s: a restarted owner answered versions its
+// successor had replaced, 1.3 s before the hand-off reached it).
+func TestARestartedOwnerAsksItsPeersBeforeServingItsSavedCopy(t *testing.T) {
+	t.Parallel()
+	c, up, orig, owner, next, third := healCluster(t)
+	waitUpstreamMoved(c, time.Now())
+	c.stop(owner) // graceful: its cache file holds orig
+	c.waitConverged()
+	var newer answer
+	c.waitFor(10*time.Second, "the successor to own the key and fetch a newer version", func() bool {
+		newer = c.get(third, hotPath, "X-Tenant", hotTenant)
+		return newer.status == 200 && newer.header.Get("X-Levee-Owner") == c.cfgs[next].Node.Name &&
+			bodyVersion(t, newer.body) > bodyVersion(t, orig.body)
+	})
+	before := up.Calls(hotTenant, hotUpstreamKey)
+	c.start(owner)
+	c.waitFor(20*time.Second, "the restarted owner to own the key on every ring", func() bool {
+		for _, i := range c.running() {
+			if len(c.nodes[i].cluster.Ring.Members()) != 3 || c.ownerOf(i, hotPath, hotTenant) != owner {
+				return false
+			}
+		}
+		return true
+	})
+	for _, i := range []int{owner, third, next} {
+		a := c.get(i, hotPath, "X-Tenant", hotTenant)
+		if a.status != 200 || bodyVersion(t, a.body) < bodyVersion(t, newer.body) {
+			t.Fatalf("via node %d: %d %s version %d, want at least the successor's %d (the saved copy is %d)", i, a.status,
+				a.header.Get("X-Cache"), bodyVersion(t, a.body), bodyVersion(t, newer.body), bodyVersion(t, orig.body))
+		}
+	}
+	if calls := up.Calls(hotTenant, hotUpstreamKey) - before; calls != 0 {
+		t.Fatalf("%d upstream calls after the restart, want the successor's copy", calls)
+	}
+}

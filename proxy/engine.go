@@ -16,7 +16,9 @@ import (
 
 // Engine serves requests through the cache, breaker and upstream layers.
 type Engine struct {
-	recheck recheckLog // when each key's replicas were last asked
+	recheck   recheckLog // when each key's replicas were last asked
+	started   time.Time  // answers stored before are unconfirmed (confirm.go)
+	confirmed timeMap    // keys whose peers were asked about such an answer
 	hfm     hitForMiss // flight keys whose last answer could not be shared
 	cfg     Config
 	routes  atomic.Pointer[map[string]*Route] // by name; SetRoutes swaps it whole
@@ -50,7 +52,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	e := &Engine{cfg: cfg}
+	e := &Engine{cfg: cfg, started: cfg.Now()}
 	if err := e.SetRoutes(cfg.Routes); err != nil {
 		return nil, err
 	}
@@ -176,6 +178,13 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request, tenan
 	now := e.cfg.Now()
 	pkey := primaryKeyOf(raw, tenant)
 	rec, ok := e.cfg.Cache.Record(pkey)
+	if ok && e.unconfirmed(pkey, rec.StoredAt()) {
+		// An answer from before this node started: its peers may hold a
+		// newer one (confirm.go), which the lookup below then finds.
+		r := prepared(rt, raw)
+		e.confirm(ctx, rt, r, pkey, rec.StoredAt())
+		rec, ok = e.cfg.Cache.Record(pkey)
+	}
 	if ok && rec.Status() != 0 && rec.Freshness(now) == store.Fresh && RecordDecodable(rec, raw.Header["Accept-Encoding"]) {
 		return e.hitRecord(pkey, rec, now, raw.ReadsRecord), nil
 	}

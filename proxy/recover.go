@@ -29,7 +29,7 @@ func (e *Engine) recover(ctx context.Context, rt *Route, r *Request, pkey string
 	e.recheck.due(pkey, e.cfg.Now()) // whatever the answer, this key was just checked
 	ent, ok := asked.entry, asked.entry != nil
 	if !asked.asked {
-		ent, ok = e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+		ent, ok = e.askPeers(ctx, rt, r, pkey)
 	}
 	if !ok || ent == nil || have != nil && !ent.StoredAt.After(have.StoredAt) || !Decodable(ent.Header, r.acceptEncoding) {
 		return nil // a copy in a coding r's client cannot read is none (encoding.go)
@@ -55,7 +55,7 @@ func (e *Engine) replicaFirst(ctx context.Context, rt *Route, r *Request, pkey s
 	if e.cfg.Recover == nil || e.owns(rt, r) || !cacheable(r.Method) || ctx.Err() != nil {
 		return replicaAnswer{}
 	}
-	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	ent, ok := e.askPeers(ctx, rt, r, pkey)
 	if !ok {
 		ent = nil
 	}
@@ -93,6 +93,14 @@ func (e *Engine) keepRecovered(rt *Route, pkey string, h http.Header, ent *store
 	if e.Put(VaryKey(pkey, vary, h), ent) {
 		e.Put(pkey, varyMarker(vary, ent, e.variantsSince(pkey, ent.StoredAt.Add(-rt.Retry.Budget))))
 	}
+}
+
+// askPeers is Config.Recover for r's key: the newest copy its peers hold.
+// Having asked, the node knows its peers' copies of the key as of now: an
+// answer of its own from before it started is confirmed (confirm.go).
+func (e *Engine) askPeers(ctx context.Context, rt *Route, r *Request, pkey string) (*store.Entry, bool) {
+	e.confirmed.set(pkey, e.cfg.Now())
+	return e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
 }
 
 // canRecover reports whether Config.Recover has anyone to ask now.

@@ -1,0 +1,55 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/levee/levee/store"
+)
+
+// Answers from before this process: a node starts with its cache file's
+// copies, and a rejoining node gets its peers' hand-offs, all fetched
+// before it ran. While it was away the key's successor owned the key and
+// may have fetched newer versions, which clients then read; the hand-off
+// of those can reach the node after its first requests (soak run 5 at
+// 1,095 s: a restarted owner served version 109 for 1.3 s after clients
+// had read 110 through its successor). So the first time a key's answer
+// from before the start is about to be used, the key's peers are asked
+// for a newer copy (Config.Recover), as an owner serving stale-if-error
+// does (recheck), and the newest is kept and served. Answers fetched or
+// pushed since the start are the cluster's of that moment and need no ask.
+
+// unconfirmed reports whether an answer stored at storedAt, under primary
+// key pkey, dates from before this engine started and its key's peers
+// have not been asked since.
+func (e *Engine) unconfirmed(pkey string, storedAt time.Time) bool {
+	if e.cfg.Recover == nil || !storedAt.Before(e.started) {
+		return false
+	}
+	_, asked := e.confirmed.get(pkey)
+	return !asked
+}
+
+// confirm asks the peers of r's key (primary key pkey) for a copy newer
+// than storedAt, the answer this node holds from before it started, and
+// keeps one if they have it. A key whose peers another request is asking
+// waits for that ask instead. With no peer to ask yet (a node that has
+// just started, before gossip found anyone) nothing is asked, and the key
+// stays unconfirmed for the next request.
+func (e *Engine) confirm(ctx context.Context, rt *Route, r *Request, pkey string, storedAt time.Time) {
+	if !e.canRecover() {
+		return
+	}
+	end, due := e.recheck.start(pkey, e.cfg.Now())
+	if !due {
+		e.confirmed.set(pkey, e.cfg.Now())
+		e.recheck.wait(ctx, pkey) // asked moments ago, or being asked: its answer is kept
+		return
+	}
+	defer end()
+	ent, ok := e.askPeers(ctx, rt, r, pkey)
+	if ok && ent != nil && ent.StoredAt.After(storedAt) && ent.Freshness(e.cfg.Now()) != store.Dead &&
+		Decodable(ent.Header, r.acceptEncoding) {
+		e.keepRecovered(rt, pkey, r.Header, ent)
+	}
+}

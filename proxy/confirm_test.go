@@ -1,0 +1,99 @@
+package proxy
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/levee/levee/store"
+)
+
+// restarted swaps the rig's engine for a new one, as a restarted process
+// over the same cache (its file's answers), with Recover set and peers
+// known when peers says so.
+func restarted(t *testing.T, rg *rig, fr *fakeRecover, peers *bool) {
+	t.Helper()
+	cfg := rg.engine.cfg
+	cfg.Recover = fr.recover
+	cfg.CanRecover = func() bool { return *peers }
+	eng, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	rg.engine = eng
+}
+
+func TestAnAnswerFromBeforeTheStartIsConfirmedWithThePeersOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// peer is the age of the peers' copy against ours (negative: older);
+		// nil peer: they have none.
+		peer      *time.Duration
+		wantBody  string
+		wantAsked int
+	}{
+		{"a newer copy at a peer is served and kept", ptr(5 * time.Second), "from a peer", 1},
+		{"an older copy at a peer leaves ours", ptr(-5 * time.Second), "hello", 1},
+		{"no copy at any peer leaves ours", nil, "hello", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rg := newRig(t, testRoute())
+				rg.serve(t, get("s/1")) // ours, fresh for 15 s
+				stored := time.Now()
+				time.Sleep(time.Second)
+				fr := &fakeRecover{}
+				if tc.peer != nil {
+					fr.entry = store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(*tc.peer),
+						store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})
+				}
+				peers := true
+				restarted(t, rg, fr, &peers)
+				for range 3 {
+					wantResult(t, rg.serve(t, get("s/1")), Hit, tc.wantBody)
+				}
+				if fr.calls() != tc.wantAsked || rg.calls() != 1 {
+					t.Fatalf("peers asked %d times, upstream %d; want %d and the first fetch only", fr.calls(), rg.calls(), tc.wantAsked)
+				}
+			})
+		})
+	}
+}
+
+func TestAnAnswerFetchedSinceTheStartNeedsNoAsk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		fr := &fakeRecover{}
+		peers := true
+		restarted(t, rg, fr, &peers)
+		rg.serve(t, get("s/1"))
+		time.Sleep(time.Second)
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello")
+		if fr.calls() != 0 {
+			t.Fatalf("peers asked %d times about an answer fetched since the start", fr.calls())
+		}
+	})
+}
+
+func TestWithNoPeerKnownYetTheAnswerIsServedAndAskedAboutLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		rg.serve(t, get("s/1"))
+		stored := time.Now()
+		time.Sleep(time.Second)
+		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(time.Second),
+			store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})}
+		peers := false
+		restarted(t, rg, fr, &peers)
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello") // alone: its own
+		peers = true                                          // gossip found someone
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "from a peer")
+		if fr.calls() != 1 {
+			t.Fatalf("peers asked %d times, want once, when known", fr.calls())
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
