@@ -6,9 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -87,6 +89,12 @@ func TestAClosedPortIsRefused(t *testing.T) {
 	}{
 		{"a closed port", func(ctx context.Context, _ string) (net.Conn, error) { return d.DialContext(ctx, "tcp", closed) }, true},
 		{"a failed handshake", func(context.Context, string) (net.Conn, error) { return nil, errors.New("handshake: bad certificate") }, false},
+		{"a connection reset as it is opened (a process killed with it queued)", func(ctx context.Context, _ string) (net.Conn, error) {
+			// As the node's TLS dialer reports it: "dial tcp A: read tcp B->A:
+			// read: connection reset by peer".
+			reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: reset}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewClient(ClientConfig{Self: "n1", HTTP2: true, Dial: tc.dial})
