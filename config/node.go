@@ -137,7 +137,7 @@ type Node struct {
 	// stays near 625 MB, where Go's 100 lets it reach 1 GB; its records
 	// hold no pointers, so collecting that often costs a few percent of a
 	// hit (docs/benchmarks.md). While the heap is small the node keeps at
-	// least 64 MiB of room (package gctune): 25 % of a few MiB would be a
+	// least 32 MiB of room (package gctune): 25 % of a few MiB would be a
 	// collection every few hundred KiB. -1 turns this trigger off, leaving
 	// only MemoryLimit's. GOGC in the environment, when set, wins.
 	GCPercent int `yaml:"gc_percent"`

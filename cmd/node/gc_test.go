@@ -33,7 +33,7 @@ func TestGCSettingsApplyUnlessTheEnvironmentSetsThem(t *testing.T) {
 	}{
 		{"from the config", 40, nil, 40, cfg.EffectiveMemoryLimit(), `gc_percent=40`, true},
 		{"gc_percent -1: only the memory limit", -1, nil, -1, cfg.EffectiveMemoryLimit(), `gc_percent=-1`, false},
-		{"the environment wins", 40, map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC min_room=67108864 memory_limit=GOMEMLIMIT`, false},
+		{"the environment wins", 40, map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC min_room=33554432 memory_limit=GOMEMLIMIT`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg.Node.GCPercent = tc.gcPercent
@@ -67,7 +67,7 @@ func TestGCSettingsApplyUnlessTheEnvironmentSetsThem(t *testing.T) {
 
 // TestANodesCollectorKeepsRoomForASmallHeap runs the node as a process
 // and reads its /metrics: with a small heap GOGC (go_gc_gogc_percent) is
-// above node.gc_percent's 25, so that a collection waits for 64 MiB of
+// above node.gc_percent's 25, so that a collection waits for 32 MiB of
 // growth; with GOGC in the environment, GOGC is what the node runs with.
 func TestANodesCollectorKeepsRoomForASmallHeap(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -77,7 +77,7 @@ func TestANodesCollectorKeepsRoomForASmallHeap(t *testing.T) {
 		env      []string
 		min, max float64
 	}{
-		{"defaults: at least 64 MiB of room over a small heap", nil, 26, gctuneMaxPercent},
+		{"defaults: at least 32 MiB of room over a small heap", nil, 26, gctuneMaxPercent},
 		{"GOGC in the environment wins", []string{"GOGC=50"}, 50, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
