@@ -163,10 +163,19 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		return nil, owner, err
 	case ctx.Err() != nil:
 		return nil, owner, ctx.Err()
-	case errors.Is(err, peer.ErrRefused):
+	case ownerGone(req, err):
 		return s.successor(ctx, key, owner, req, err)
 	}
 	return s.fallback(ctx, owner, req, err)
+}
+
+// ownerGone reports a forward that failed as one to a process that is
+// gone: refused (nothing listens), or, for a read, its connection reset
+// mid-call (a killed node's connections are reset; a read it may have
+// begun is harmless to repeat). The key's successor then serves it.
+func ownerGone(req *proxy.Request, err error) bool {
+	read := req.Method == http.MethodGet || req.Method == http.MethodHead
+	return errors.Is(err, peer.ErrRefused) || read && errors.Is(err, peer.ErrConnReset)
 }
 
 // successor serves req on the first node after owner in key's succession
@@ -180,7 +189,8 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 // windows, docs/chaos.md). A successor that refuses too is passed over;
 // when the next one is this node, or none is left, this node serves as
 // fallback does. The request never ran anywhere (refused means not sent),
-// so a write goes on as freely as on this node.
+// so a write goes on as freely as on this node; a read the owner's reset
+// cut off (ownerGone) may have run there, which a read may.
 func (s *Server) successor(ctx context.Context, key, owner string, req *proxy.Request, ferr error) (*proxy.Response, string, error) {
 	for _, next := range s.cfg.Peers.Succession(key) {
 		if next == owner {
@@ -198,7 +208,7 @@ func (s *Server) successor(ctx context.Context, key, owner string, req *proxy.Re
 			return nil, next, err
 		case ctx.Err() != nil:
 			return nil, next, ctx.Err()
-		case errors.Is(err, peer.ErrRefused):
+		case ownerGone(req, err):
 			continue
 		}
 		return s.fallback(ctx, next, req, err)

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -306,8 +307,10 @@ func (p *fakePeers) Forward(_ context.Context, node, _ string, _ *proxy.Request)
 func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
 	refused := fmt.Errorf("%w: %w: %w: n2: dial tcp: connection refused", peer.ErrUnreachable, peer.ErrNotSent, peer.ErrRefused)
 	noRoute := fmt.Errorf("%w: %w: n2: dial tcp: no route to host", peer.ErrUnreachable, peer.ErrNotSent)
+	reset := fmt.Errorf("%w: %w: n2: peer: connection lost: read: connection reset by peer", peer.ErrUnreachable, peer.ErrConnReset)
 	tests := []struct {
 		name       string
+		method     string // "": GET
 		succession []string
 		errs       map[string]error
 		wantOwner  string
@@ -315,16 +318,20 @@ func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
 		wantEngine int
 		wantFall   int
 	}{
-		{"the successor serves", []string{"n2", "n3", "n1"}, map[string]error{"n2": refused, "n3": nil},
+		{"the successor serves", "", []string{"n2", "n3", "n1"}, map[string]error{"n2": refused, "n3": nil},
 			"n3", []string{"n2", "n3"}, 0, 0},
-		{"a refusing successor is passed over", []string{"n2", "n3", "n4", "n1"}, map[string]error{"n2": refused, "n3": refused, "n4": nil},
+		{"a refusing successor is passed over", "", []string{"n2", "n3", "n4", "n1"}, map[string]error{"n2": refused, "n3": refused, "n4": nil},
 			"n4", []string{"n2", "n3", "n4"}, 0, 0},
-		{"this node is next: served here", []string{"n2", "n1", "n3"}, map[string]error{"n2": refused, "n3": nil},
+		{"this node is next: served here", "", []string{"n2", "n1", "n3"}, map[string]error{"n2": refused, "n3": nil},
 			"n1", []string{"n2"}, 1, 1},
-		{"every later node refuses: served here", []string{"n2", "n3"}, map[string]error{"n2": refused, "n3": refused},
+		{"every later node refuses: served here", "", []string{"n2", "n3"}, map[string]error{"n2": refused, "n3": refused},
 			"n1", []string{"n2", "n3"}, 1, 1},
-		{"an owner out of reach, not refused: served here", []string{"n2", "n3", "n1"}, map[string]error{"n2": noRoute, "n3": nil},
+		{"an owner out of reach, not refused: served here", "", []string{"n2", "n3", "n1"}, map[string]error{"n2": noRoute, "n3": nil},
 			"n1", []string{"n2"}, 1, 1},
+		{"a read whose owner reset the connection mid-call goes to the successor", "", []string{"n2", "n3", "n1"},
+			map[string]error{"n2": reset, "n3": nil}, "n3", []string{"n2", "n3"}, 0, 0},
+		{"a write whose owner reset the connection is not sent on: served here (with an Idempotency-Key)", http.MethodPut, []string{"n2", "n3", "n1"},
+			map[string]error{"n2": reset, "n3": nil}, "n1", []string{"n2"}, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -332,7 +339,16 @@ func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
 			peers := &fakePeers{owner: "n2", succession: tt.succession, errs: tt.errs, resp: okResponse()}
 			obs := &fakeObserver{}
 			s := newTestServer(t, eng, func(c *Config) { c.Peers, c.Observer = peers, obs })
-			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))
+			method, body := cmp.Or(tt.method, http.MethodGet), io.Reader(nil)
+			if method == http.MethodPut {
+				body = strings.NewReader("{}")
+			}
+			r := httptest.NewRequest(method, "/comments/x", body)
+			if method == http.MethodPut {
+				// Safe to run here even if the owner ran it (fallback).
+				r.Header.Set("Idempotency-Key", "k1")
+			}
+			w := serve(t, s, r)
 			if w.Code != http.StatusOK {
 				t.Fatalf("status = %d", w.Code)
 			}

@@ -36,7 +36,13 @@ var (
 	// reach, which shows as no route or a dial timeout instead (soak run 5
 	// at 599.7 s: two survivors of a killed owner met a reset mid-handshake
 	// and each fetched the key itself instead of meeting at its successor).
+	// A connection closed mid-handshake (EOF) is the same.
 	ErrRefused = errors.New("peer: connection refused")
+	// ErrConnReset: the connection the message went out on was reset or
+	// closed by the peer's end before its answer came: its process died
+	// with the call in flight, most likely (a killed node's open
+	// connections are reset). The peer may have acted on the message.
+	ErrConnReset = errors.New("peer: connection reset")
 )
 
 // ErrLeaderBusy wraps a Raft leader's answer that it could not act now
@@ -323,12 +329,20 @@ func sendError(addr string, err error) error {
 	var op *net.OpError
 	var ne net.Error
 	switch {
-	case errors.As(err, &op) && op.Op == "dial" && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)):
+	case errors.As(err, &op) && op.Op == "dial" && (errors.Is(err, syscall.ECONNREFUSED) || connClosed(err)):
 		return fmt.Errorf("%w: %w: %w: %s: %v", ErrUnreachable, ErrNotSent, ErrRefused, addr, err)
 	case errors.As(err, &op) && op.Op == "dial":
 		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrNotSent, addr, err)
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrTimeout, addr, err)
+	case connClosed(err):
+		return fmt.Errorf("%w: %w: %s: %v", ErrUnreachable, ErrConnReset, addr, err)
 	}
 	return fmt.Errorf("%w: %s: %v", ErrUnreachable, addr, err)
+}
+
+// connClosed reports an error of a connection the other end reset or
+// closed.
+func connClosed(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }

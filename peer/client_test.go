@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +96,9 @@ func TestAClosedPortIsRefused(t *testing.T) {
 			reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: reset}
 		}, true},
+		{"a connection closed as it is opened", func(ctx context.Context, _ string) (net.Conn, error) {
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: io.EOF}
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewClient(ClientConfig{Self: "n1", HTTP2: true, Dial: tc.dial})
@@ -129,6 +133,49 @@ func TestReadBody(t *testing.T) {
 			b, err := ReadBody(strings.NewReader(tt.body), tt.declared)
 			if (err != nil) != tt.err || string(b) != tt.want {
 				t.Fatalf("ReadBody = %q, %v; want %q, error %v", b, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+// TestACallWhosePeerDiesInFlightIsConnReset: a peer that reads a call and
+// then dies (its connection reset, as the kernel resets a killed
+// process's) leaves the caller ErrConnReset: not ErrNotSent (the peer
+// may have acted on it), and told apart from a timeout or a bad answer.
+func TestACallWhosePeerDiesInFlightIsConnReset(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "frames"}[stream], func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					buf := make([]byte, 1<<10)
+					_, _ = c.Read(buf) // the call (or the start of its frames) arrived
+					c.(*net.TCPConn).SetLinger(0)
+					c.Close() // a reset, as the kernel's for a killed process
+				}
+			}()
+			cfg := ClientConfig{Self: "n1", Timeout: 5 * time.Second}
+			if stream {
+				var d net.Dialer
+				cfg.DialStream = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+			}
+			c := NewClient(cfg)
+			defer c.Close()
+			err = c.Replicate(t.Context(), ln.Addr().String(), &Entry{Key: "k", Status: 200, StoredAt: 1})
+			ln.Close()
+			<-done
+			if !errors.Is(err, ErrUnreachable) || !errors.Is(err, ErrConnReset) || errors.Is(err, ErrNotSent) {
+				t.Fatalf("err = %v, want ErrConnReset and not ErrNotSent", err)
 			}
 		})
 	}
