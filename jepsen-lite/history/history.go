@@ -216,8 +216,13 @@ type Resources struct {
 	RSS  int64  `json:"rss"` // bytes, /proc/PID/status VmRSS
 	// RSSAnon and RSSFile split RSS (RssAnon, RssFile): heap and stacks,
 	// and mapped files (the binary's pages, raft.db through bolt's mmap).
-	RSSAnon    int64 `json:"rss_anon,omitempty"`
-	RSSFile    int64 `json:"rss_file,omitempty"`
-	FDs        int   `json:"fds"` // entries of /proc/PID/fd
-	Goroutines int   `json:"goroutines"`
+	RSSAnon int64 `json:"rss_anon,omitempty"`
+	RSSFile int64 `json:"rss_file,omitempty"`
+	FDs     int   `json:"fds"` // entries of /proc/PID/fd
+	// Sockets is how many of FDs are sockets (their link reads
+	// "socket:[…]"): connections and listeners, which follow the traffic,
+	// against files, which a leak of handles would grow. Recorded for
+	// diagnosis; 0 in histories that predate it.
+	Sockets    int `json:"sockets,omitempty"`
+	Goroutines int `json:"goroutines"`
 }

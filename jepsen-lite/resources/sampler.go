@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,11 @@ func (s *Sampler) sample(ctx context.Context, n backend.Node, pid int) (history.
 		return r, false
 	}
 	r.RSS, r.FDs = rss, len(fds)
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, "fd", fd.Name())); err == nil && strings.HasPrefix(link, "socket:") {
+			r.Sockets++
+		}
+	}
 	if g, err := s.goroutines(ctx, n.URL); err == nil {
 		r.Goroutines = g
 	} else {

@@ -34,7 +34,14 @@ func fakeProc(t *testing.T, root string, pid int, rssKB, fds int) {
 		t.Fatal(err)
 	}
 	for i := range fds {
-		if err := os.WriteFile(filepath.Join(dir, "fd", strconv.Itoa(i)), nil, 0o644); err != nil {
+		name := filepath.Join(dir, "fd", strconv.Itoa(i))
+		if i%2 == 1 { // every other one a socket, as /proc links them
+			if err := os.Symlink("socket:["+strconv.Itoa(1000+i)+"]", name); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.WriteFile(name, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,8 +78,8 @@ func TestSamplerRecordsEachRunningNode(t *testing.T) {
 	}
 	s.Sample(context.Background())
 	want := map[string]history.Resources{
-		"n1": {Time: 7e9, Node: "n1", PID: 101, RSS: 50 << 20, RSSAnon: 50 << 18, RSSFile: 50<<20 - 50<<18, FDs: 7, Goroutines: 42},
-		"n2": {Time: 7e9, Node: "n2", PID: 102, RSS: 1 << 20, RSSAnon: 1 << 18, RSSFile: 1<<20 - 1<<18, FDs: 3, Goroutines: -1}, // /metrics failed
+		"n1": {Time: 7e9, Node: "n1", PID: 101, RSS: 50 << 20, RSSAnon: 50 << 18, RSSFile: 50<<20 - 50<<18, FDs: 7, Sockets: 3, Goroutines: 42},
+		"n2": {Time: 7e9, Node: "n2", PID: 102, RSS: 1 << 20, RSSAnon: 1 << 18, RSSFile: 1<<20 - 1<<18, FDs: 3, Sockets: 1, Goroutines: -1}, // /metrics failed
 	}
 	if len(got) != len(want) {
 		t.Fatalf("recorded %v, want n1 and n2 only (n3 is not running)", got)
