@@ -220,8 +220,12 @@ func (s *Server) visibleJob(r *http.Request, id string) (queue.Job, bool) {
 	// credential mode the tenant of the key r carries, never one r merely
 	// names. A request the route would refuse (two keys), or one on a
 	// route a reload removed, belongs to no tenant and reads no job: those
-	// are the admin's.
-	tenant, err := s.cfg.Engine.Tenant(j.Req.Route, r.Header)
+	// are the admin's. The header is cleaned as the job's was (jobRequest):
+	// read as it came, a route keyed on X-Forwarded-For would take the
+	// reader's word for the tenant, and a field its Connection names would
+	// count.
+	h := proxy.ClientHeader(r.Header, r.RemoteAddr, r.TLS != nil)
+	tenant, err := s.cfg.Engine.Tenant(j.Req.Route, h)
 	return j, err == nil && tenant == j.Req.Tenant
 }
 

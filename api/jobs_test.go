@@ -13,6 +13,7 @@ import (
 
 	"github.com/levee/levee/consensus"
 	"github.com/levee/levee/peer"
+	"github.com/levee/levee/proxy"
 	"github.com/levee/levee/queue"
 )
 
@@ -432,5 +433,36 @@ func TestTheAppPortKeepsAJobsStatusUnderAdminSeparate(t *testing.T) {
 	}
 	if w := serve(t, s, request(http.MethodGet, "/-/jobs", "", "Authorization", "Bearer tok")); w.Code != http.StatusNotFound {
 		t.Fatalf("job list on the app port: %d, want 404", w.Code)
+	}
+}
+
+// TestAJobKeyedOnTheClientsAddressIsNotReadByAnotherAddressClaimingIt: on
+// a route whose tenant is X-Forwarded-For (Levee sets it from the
+// connection), a job is its address's; a reader from another address
+// that sends the job's address in its own X-Forwarded-For reads nothing:
+// the reader's tenant comes from its cleaned header, as the job's did.
+func TestAJobKeyedOnTheClientsAddressIsNotReadByAnotherAddressClaimingIt(t *testing.T) {
+	fakeTenancy["forwarded"] = &proxy.Route{Name: "forwarded", TenantHeader: "X-Forwarded-For"}
+	t.Cleanup(func() { delete(fakeTenancy, "forwarded") })
+	s := jobsServer(t, &fakeEngine{resp: okResponse()}, newLocalJobs(roomyBounds), func(c *Config) {
+		c.Routes = append(c.Routes, RouteInfo{Name: "forwarded", Prefix: "/forwarded/", Host: "https://api:443"})
+	})
+	enq := request(http.MethodPost, "/forwarded/a", "{}", "Prefer", "respond-async")
+	enq.RemoteAddr = "192.0.2.7:5000"
+	a := mustAccept(t, serve(t, s, enq))
+	for _, tt := range []struct {
+		name, remote string
+		kv           []string
+		want         int
+	}{
+		{"its address", "192.0.2.7:6000", nil, http.StatusOK},
+		{"another address", "198.51.100.9:6000", nil, http.StatusNotFound},
+		{"another address claiming it", "198.51.100.9:6000", []string{"X-Forwarded-For", "192.0.2.7"}, http.StatusNotFound},
+	} {
+		r := request(http.MethodGet, "/-/jobs/"+a.ID, "", tt.kv...)
+		r.RemoteAddr = tt.remote
+		if w := serve(t, s, r); w.Code != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, w.Code, tt.want)
+		}
 	}
 }

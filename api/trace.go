@@ -48,7 +48,7 @@ func (g *requestIDs) nextValues() []string {
 	iv := new(idValues)
 	b := append(iv.buf[:0], g.prefix...)
 	b = strconv.AppendUint(b, g.n.Add(1), 36)
-	iv.v[0] = unsafe.String(&iv.buf[0], len(b))
+	iv.v[0] = unsafe.String(unsafe.SliceData(b), len(b)) // iv.buf's bytes: 32 hold any id
 	return iv.v[:1:1]
 }
 

@@ -19,11 +19,18 @@ import (
 // does (recheck), and the newest is kept and served. Answers fetched or
 // pushed since the start are the cluster's of that moment and need no ask.
 
+// confirmFor bounds how long after its start a node confirms its
+// answers from before: by then what a peer held newer has reached it (a
+// hand-off is sent again every 3 s) or been fetched anew, and the set of
+// confirmed keys (a timeMap, which starts over past 10,000 keys) stops
+// growing.
+const confirmFor = time.Minute
+
 // unconfirmed reports whether an answer stored at storedAt, under primary
-// key pkey, dates from before this engine started and its key's peers
-// have not been asked since.
-func (e *Engine) unconfirmed(pkey string, storedAt time.Time) bool {
-	if e.cfg.Recover == nil || !storedAt.Before(e.started) {
+// key pkey, dates from before this engine started, now within confirmFor
+// of the start, and its key's peers have not been asked since.
+func (e *Engine) unconfirmed(pkey string, storedAt, now time.Time) bool {
+	if e.cfg.Recover == nil || !storedAt.Before(e.started) || now.Sub(e.started) >= confirmFor {
 		return false
 	}
 	_, asked := e.confirmed.get(pkey)
@@ -32,18 +39,15 @@ func (e *Engine) unconfirmed(pkey string, storedAt time.Time) bool {
 
 // confirm asks the peers of r's key (primary key pkey) for a copy newer
 // than storedAt, the answer this node holds from before it started, and
-// keeps one if they have it. A key whose peers another request is asking
-// waits for that ask instead. With no peer to ask yet (a node that has
-// just started, before gossip found anyone) nothing is asked, and the key
-// stays unconfirmed for the next request.
+// keeps one if they have it. A request that comes while another is asking
+// waits for that ask (the key is confirmed only once the ask ended) and
+// then reads what it kept. The caller has checked that there is a peer to
+// ask (canRecover): without one, the key stays unconfirmed for the next
+// request.
 func (e *Engine) confirm(ctx context.Context, rt *Route, r *Request, pkey string, storedAt time.Time) {
-	if !e.canRecover() {
-		return
-	}
 	end, due := e.recheck.start(pkey, e.cfg.Now())
 	if !due {
-		e.confirmed.set(pkey, e.cfg.Now())
-		e.recheck.wait(ctx, pkey) // asked moments ago, or being asked: its answer is kept
+		e.recheck.wait(ctx, pkey)
 		return
 	}
 	defer end()

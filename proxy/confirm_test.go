@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -97,3 +98,69 @@ func TestWithNoPeerKnownYetTheAnswerIsServedAndAskedAboutLater(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestARequestDuringTheAskWaitsForIt: while one request asks the peers
+// about an answer from before the start, another for the key waits for
+// that ask and serves what it brought, not the older copy it replaces.
+func TestARequestDuringTheAskWaitsForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		rg.serve(t, get("s/1"))
+		stored := time.Now()
+		time.Sleep(time.Second)
+		release := make(chan struct{})
+		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(time.Second),
+			store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})}
+		slow := &fakeRecover{}
+		peers := true
+		restarted(t, rg, slow, &peers)
+		cfg := rg.engine.cfg
+		cfg.Recover = func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+			<-release // the peers take their time
+			return fr.recover(ctx, rkey, pkey, h)
+		}
+		eng, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng.started = rg.engine.started
+		t.Cleanup(eng.Close)
+		rg.engine = eng
+		bodies := make(chan string, 2)
+		for range 2 {
+			go func() { bodies <- string(rg.serve(t, get("s/1")).Body) }()
+		}
+		synctest.Wait() // both are in: one asking, one waiting
+		close(release)
+		for range 2 {
+			if b := <-bodies; b != "from a peer" {
+				t.Errorf("a request served %q, want the peer's newer copy", b)
+			}
+		}
+		if fr.calls() != 1 {
+			t.Fatalf("peers asked %d times, want once", fr.calls())
+		}
+	})
+}
+
+// TestAnswersFromBeforeTheStartAreConfirmedOnlyForAMinute: past
+// confirmFor after the start, an answer from before it is served without
+// an ask (hand-offs have reached the node by then).
+func TestAnswersFromBeforeTheStartAreConfirmedOnlyForAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := testRoute()
+		rt.Fresh = time.Hour
+		rg := newRig(t, rt)
+		rg.up.set(reply(200, "hello", "Cache-Control", "max-age=3600"))
+		rg.serve(t, get("s/1"))
+		time.Sleep(time.Second)
+		fr := &fakeRecover{}
+		peers := true
+		restarted(t, rg, fr, &peers)
+		time.Sleep(confirmFor)
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello")
+		if fr.calls() != 0 {
+			t.Fatalf("peers asked %d times past confirmFor", fr.calls())
+		}
+	})
+}

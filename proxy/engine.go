@@ -178,7 +178,7 @@ func (e *Engine) serveCached(ctx context.Context, rt *Route, raw *Request, tenan
 	now := e.cfg.Now()
 	pkey := primaryKeyOf(raw, tenant)
 	rec, ok := e.cfg.Cache.Record(pkey)
-	if ok && e.unconfirmed(pkey, rec.StoredAt()) {
+	if ok && e.unconfirmed(pkey, rec.StoredAt(), now) && e.canRecover() {
 		// An answer from before this node started: its peers may hold a
 		// newer one (confirm.go), which the lookup below then finds.
 		r := prepared(rt, raw)

@@ -99,8 +99,9 @@ func (e *Engine) keepRecovered(rt *Route, pkey string, h http.Header, ent *store
 // Having asked, the node knows its peers' copies of the key as of now: an
 // answer of its own from before it started is confirmed (confirm.go).
 func (e *Engine) askPeers(ctx context.Context, rt *Route, r *Request, pkey string) (*store.Entry, bool) {
-	e.confirmed.set(pkey, e.cfg.Now())
-	return e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	ent, ok := e.cfg.Recover(ctx, routingKey(rt, r), pkey, r.Header)
+	e.confirmed.set(pkey, e.cfg.Now()) // once asked: a request meanwhile waits (confirm)
+	return ent, ok
 }
 
 // canRecover reports whether Config.Recover has anyone to ask now.

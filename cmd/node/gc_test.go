@@ -31,9 +31,9 @@ func TestGCSettingsApplyUnlessTheEnvironmentSetsThem(t *testing.T) {
 		wantLog                string
 		tuned                  bool
 	}{
-		{"from the config", 40, nil, 40, cfg.EffectiveMemoryLimit(), `gc_percent=40`, true},
+		{"from the config", 40, nil, 40, cfg.EffectiveMemoryLimit(), `min_room=33554432`, true},
 		{"gc_percent -1: only the memory limit", -1, nil, -1, cfg.EffectiveMemoryLimit(), `gc_percent=-1`, false},
-		{"the environment wins", 40, map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC min_room=33554432 memory_limit=GOMEMLIMIT`, false},
+		{"the environment wins", 40, map[string]string{"GOGC": "70", "GOMEMLIMIT": "1GiB"}, 70, 1 << 30, `gc_percent=GOGC memory_limit=GOMEMLIMIT`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg.Node.GCPercent = tc.gcPercent

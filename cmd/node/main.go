@@ -88,7 +88,11 @@ func applyGC(cfg *config.Config, getenv func(string) string, log *slog.Logger) (
 		debug.SetMemoryLimit(cfg.EffectiveMemoryLimit())
 		limit = strconv.FormatInt(cfg.EffectiveMemoryLimit(), 10)
 	}
-	log.Info("garbage collector", "gc_percent", percent, "min_room", gctune.DefaultFloor, "memory_limit", limit)
+	attrs := []any{"gc_percent", percent, "memory_limit", limit}
+	if stop != nil {
+		attrs = append(attrs, "min_room", gctune.DefaultFloor)
+	}
+	log.Info("garbage collector", attrs...)
 	return stop
 }
 

@@ -32,7 +32,7 @@ func BreakerAgreement(h *History, cfg Config) Result {
 	b.fig("states unconfirmed / 1-sample runs", "%d/%d", unconfirmed, short)
 	b.fig("open periods / probes / max per half-open", "%d/%d/%d", periods, probes, maxPer)
 	b.fig("catch-up probes (restarted nodes, ≤1 per node per period)", "%d", b.catchUpProbes)
-	b.fig("calls in open periods off the leader's side (partitioned, lossy, delayed, paused: not judged)", "%d", b.offSideCalls)
+	b.fig("calls in open periods from nodes cut off or slowed (partitioned, lossy, delayed, paused: not judged)", "%d", b.offSideCalls)
 	return b.done()
 }
 

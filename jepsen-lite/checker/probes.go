@@ -28,7 +28,8 @@ type logicalCall struct {
 // brief's backoff caps at 10 s (429) and 3 s (network), plus slack.
 const retryGap = 11e9
 
-// probes checks one probe per half-open period, on the leader's side: a
+// probes checks one probe per half-open period, among the nodes no fault
+// touches: a
 // call from a node a partition, packet loss, delay or a pause had cut off
 // or slowed at that instant (or within Settle after) is its own guard's
 // decision on a state it could not know (a node on a lossy link applies
@@ -63,7 +64,7 @@ func probes(h *History, cfg Config, b *result, ts []transition) (periods, total,
 				b.catchUpProbes++
 				continue
 			}
-			if h.offLeaderSide(c.node, c.first, cfg) {
+			if h.cutOffOrSlowed(c.node, c.first, cfg) {
 				b.offSideCalls++
 				continue
 			}
@@ -199,11 +200,12 @@ func breakerSuccess(c history.UpstreamCall, slowCall time.Duration) bool {
 		c.Status > 0 && c.Status < 500 && c.Status != http.StatusTooManyRequests
 }
 
-// offLeaderSide reports whether node n was cut off or slowed at t (or
+// cutOffOrSlowed reports whether node n was cut off or slowed at t (or
 // within Settle before): a target of a cluster fault that leaves it
-// running (partitions, loss, delay, pause). Restarts are judged by the
-// catch-up rule instead (catchingUp).
-func (h *History) offLeaderSide(n string, t int64, cfg Config) bool {
+// running (partitions, loss, delay, pause; a partition that lists every
+// node, as the majorities ring does, leaves no call judged while it
+// lasts). Restarts are judged by the catch-up rule instead (catchingUp).
+func (h *History) cutOffOrSlowed(n string, t int64, cfg Config) bool {
 	for _, f := range h.active() {
 		if isUpstreamFault(f.Kind) || isKill(f.Kind) || f.Kind == kindRestartAll || len(f.Steps) > 0 {
 			continue
