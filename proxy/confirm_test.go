@@ -89,7 +89,7 @@ func TestWithNoPeerKnownYetTheAnswerIsServedAndAskedAboutLater(t *testing.T) {
 		peers := false
 		restarted(t, rg, fr, &peers)
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello") // alone: its own
-		peers = true                                          // gossip found someone
+		peers = true                                         // gossip found someone
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "from a peer")
 		if fr.calls() != 1 {
 			t.Fatalf("peers asked %d times, want once, when known", fr.calls())

@@ -19,10 +19,10 @@ type Engine struct {
 	recheck   recheckLog // when each key's replicas were last asked
 	started   time.Time  // answers stored before are unconfirmed (confirm.go)
 	confirmed timeMap    // keys whose peers were asked about such an answer
-	hfm     hitForMiss // flight keys whose last answer could not be shared
-	cfg     Config
-	routes  atomic.Pointer[map[string]*Route] // by name; SetRoutes swaps it whole
-	flights store.Group[*flight]
+	hfm       hitForMiss // flight keys whose last answer could not be shared
+	cfg       Config
+	routes    atomic.Pointer[map[string]*Route] // by name; SetRoutes swaps it whole
+	flights   store.Group[*flight]
 }
 
 // flight is the outcome of one upstream fetch, shared by every caller that
