@@ -29,6 +29,24 @@ func soak(end time.Duration, at func(node string, s float64) (rssMiB, goroutines
 
 func steady(string, float64) (float64, float64, float64) { return 60, 300, 40 }
 
+// withSockets counts every fd of h's samples but files as a socket: files
+// 0 makes them all sockets for the first 30 minutes and adds the growth
+// after as files (a handle leak), any other keeps files fixed.
+func withSockets(h *History, files int) *History {
+	for i := range h.Resources {
+		r := &h.Resources[i]
+		switch {
+		case files > 0:
+			r.Sockets = r.FDs - files
+		case r.Time < sec(1800):
+			r.Sockets = r.FDs - 8
+		default:
+			r.Sockets = 32 // steady's 40 less 8 files: the rest are files
+		}
+	}
+	return h
+}
+
 func TestResourcesChecker(t *testing.T) {
 	hour := time.Hour
 	cases := []struct {
@@ -99,6 +117,24 @@ func TestResourcesChecker(t *testing.T) {
 			}
 			return steady(n, s)
 		}), true, ""},
+		{"sockets over the drift, files flat, pass (connections follow the pools)", withSockets(soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s >= 3000 {
+				return 60, 300, 50
+			}
+			return steady(n, s)
+		}), 8), true, ""},
+		{"files over the drift fail, whatever the sockets", withSockets(soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s >= 3000 {
+				return 60, 300, 50
+			}
+			return steady(n, s)
+		}), 0), false, "n3 fds other than sockets drifted up"},
+		{"sockets past the ceiling fail", withSockets(soak(hour, func(n string, s float64) (float64, float64, float64) {
+			if n == "n3" && s > 3000 && s < 3030 {
+				return 60, 300, 100
+			}
+			return steady(n, s)
+		}), 8), false, "n3 fds reached 100"},
 		{"a run too short to judge fails", soak(25*time.Minute, steady), false, "too short"},
 		{"a node never sampled fails", soak(hour, func(n string, s float64) (float64, float64, float64) {
 			if n == "n1" {
