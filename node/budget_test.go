@@ -85,15 +85,36 @@ func checkLeases(t *testing.T, c *testCluster, host string) {
 }
 
 // TestClusterBudgetLearnsAQuotaOnTheKey: three nodes whose caps are four
-// times a provider's quota on the key learn one budget for it: after a
-// few seconds most of what the cluster sends is accepted, the leases sum
-// within the learned limit on every node, and that limit is near the
-// quota, not the caps.
+// times a provider's quota on the key learn one budget for it: the
+// learned limit comes down from the caps and settles near the quota, the
+// leases sum within it on every node, and then most of what the cluster
+// sends is accepted.
+//
+// The learning is given until learnWithin to reach half the quota, not a
+// fixed few seconds: on a loaded CI run the first 429 can come from the
+// nodes' first requests leaving together past the provider's burst of 5
+// while the cluster sends under 2/s, and the limit is then learned there
+// and climbs back along the Rule (3 s back, 4 s held, +10 %/s), which
+// took it to 2.4/s of 15/s by the 8 s once given here (CI, 2026-12-06;
+// beside a soak, 13-29 s to reach half the quota from first losses at
+// 1.6-5.9/s). A limit that stays collapsed still fails.
 func TestClusterBudgetLearnsAQuotaOnTheKey(t *testing.T) {
 	t.Parallel()
 	const quota, ceiling = 15.0, 60.0
+	const learnWithin = time.Minute
 	c, q, host := budgetCluster(t, 3, nil, quota, ceiling)
-	burstFor(c, 3, time.Now().Add(8*time.Second)) // learning
+	learnStart := time.Now()
+	for {
+		burstFor(c, 3, time.Now().Add(2*time.Second))
+		limit, lossAt, _ := budgetOf(c, 0).Limit(host)
+		if lossAt > 0 && limit >= quota/2 {
+			t.Logf("learned %.1f/s (loss at %.1f/s) in %v", limit, lossAt, time.Since(learnStart).Round(time.Second))
+			break
+		}
+		if time.Since(learnStart) > learnWithin {
+			t.Fatalf("learned limit %.1f/s (loss at %.1f/s) after %v: want it down from the caps' %.0f/s and at least half the %.0f/s quota", limit, lossAt, learnWithin, ceiling, quota)
+		}
+	}
 	checkLeases(t, c, host)
 	a0, r0 := q.accepted.Load(), q.refused.Load()
 	start := time.Now()
@@ -107,10 +128,9 @@ func TestClusterBudgetLearnsAQuotaOnTheKey(t *testing.T) {
 	if lossAt == 0 || limit > ceiling/2 {
 		t.Errorf("learned limit %.1f/s (loss at %.1f): want it learned well below the caps' %.0f/s", limit, lossAt, ceiling)
 	}
-	// Loose bounds for a loaded machine: a limit that collapsed towards
-	// its floor (1/s) fails, one that climbs slowly does not; make
-	// bench-budget measures the goodput targets (on a loaded 2-core run,
-	// 6.3/s of the 15/s quota was seen here).
+	// Loose bounds for a loaded machine (a new loss may cut the limit
+	// again in the window); make bench-budget measures the goodput
+	// targets.
 	if ref > 0.25*(acc+ref) || acc < 0.25*quota*secs {
 		t.Errorf("%.0f of %.0f attempts answered 429, %.1f/s accepted: want most attempts accepted and at least a quarter of the quota", ref, acc+ref, acc/secs)
 	}
