@@ -44,7 +44,15 @@ type counts struct {
 	wanted, sent, lost uint32
 	ceiling, floor     float64
 	seen               time.Time // the last attempt; a host idle for ForgetAfter is no longer reported
+	// first is the first attempt heard, until the host's first report:
+	// that report's counts cover the time since then, not since the last
+	// tick (see take).
+	first time.Time
 }
+
+// minFirstPeriod is the shortest period a host's first report claims, so
+// that one attempt heard just before the tick is not a thousand a second.
+const minFirstPeriod = ReportEvery / 4
 
 func (r *Reporter) init() {
 	r.once.Do(func() {
@@ -72,7 +80,7 @@ func (r *Reporter) Count(host string, wanted, sent, lost int, ceiling, floor flo
 		if len(r.counts) >= maxHosts {
 			return
 		}
-		c = &counts{}
+		c = &counts{first: r.Now()}
 		r.counts[host] = c
 	}
 	c.wanted, c.sent, c.lost = sat(c.wanted, wanted), sat(c.sent, sent), sat(c.lost, lost)
@@ -129,7 +137,13 @@ func (r *Reporter) report() {
 	}
 }
 
-// take turns the counts into reports and starts new ones.
+// take turns the counts into reports and starts new ones. A host's first
+// report covers the time since its first attempt, not the whole tick: a
+// burst that began late in the tick is its rate, not a fraction of it, and
+// a 429 in it is not learned as a quota of that fraction (the first loss
+// of a cluster's traffic to a quota of 15/s came at a "rate" of 1.6-5.9/s
+// in TestClusterBudgetLearnsAQuotaOnTheKey, from which the limit then
+// took up to 29 s to climb back).
 func (r *Reporter) take() []Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,9 +158,13 @@ func (r *Reporter) take() []Report {
 			delete(r.counts, host)
 			continue
 		}
-		out = append(out, Report{V: CommandVersion, Host: host, Node: r.Node, At: now.UnixNano(), Period: int64(period),
+		p := period
+		if !c.first.IsZero() {
+			p = min(max(now.Sub(c.first), minFirstPeriod), period)
+		}
+		out = append(out, Report{V: CommandVersion, Host: host, Node: r.Node, At: now.UnixNano(), Period: int64(p),
 			Sent: c.sent, Lost: c.lost, Wanted: c.wanted, Ceiling: c.ceiling, Floor: c.floor, Members: members})
-		c.wanted, c.sent, c.lost = 0, 0, 0
+		c.wanted, c.sent, c.lost, c.first = 0, 0, 0, time.Time{}
 	}
 	return out
 }

@@ -71,3 +71,55 @@ func TestReporterReportsEachSecondAndRenewsItsLease(t *testing.T) {
 		}
 	})
 }
+
+// TestAHostsFirstReportCoversTheTimeSinceItsFirstAttempt: attempts that
+// began late in a tick are reported at their own rate, not spread over
+// the whole tick; one attempt just before the tick claims at most
+// 1/minFirstPeriod; later reports cover the tick.
+func TestAHostsFirstReportCoversTheTimeSinceItsFirstAttempt(t *testing.T) {
+	cases := []struct {
+		name       string
+		firstAt    time.Duration // into the first tick
+		wantPeriod time.Duration
+	}{
+		{"from the tick's start", 0, ReportEvery},
+		{"the last 400 ms", ReportEvery - 400*time.Millisecond, 400 * time.Millisecond},
+		{"just before the tick", ReportEvery - time.Millisecond, minFirstPeriod},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var reports []Report
+				r := &Reporter{Node: "n1", Committed: NewTable(),
+					Submit: func(_ context.Context, b []byte) ([]byte, error) {
+						rep, err := DecodeReport(b)
+						mu.Lock()
+						reports = append(reports, rep)
+						mu.Unlock()
+						return nil, err
+					}}
+				r.Start()
+				defer r.Close()
+				time.Sleep(tc.firstAt)
+				r.Count(apiHost, 1, 1, 0, 30, 3)
+				time.Sleep(ReportEvery - tc.firstAt + time.Millisecond)
+				synctest.Wait()
+				r.Count(apiHost, 1, 1, 0, 30, 3)
+				time.Sleep(ReportEvery)
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if len(reports) != 2 {
+					t.Fatalf("%d reports, want 2", len(reports))
+				}
+				if got := time.Duration(reports[0].Period); got != tc.wantPeriod {
+					t.Errorf("first report's period %v, want %v", got, tc.wantPeriod)
+				}
+				if got := time.Duration(reports[1].Period); got != ReportEvery {
+					t.Errorf("second report's period %v, want the tick's %v", got, ReportEvery)
+				}
+			})
+		})
+	}
+}

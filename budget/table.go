@@ -60,6 +60,7 @@ type host struct {
 type node struct {
 	Name  string  `msgpack:"name"`  // in snapshots only
 	At    int64   `msgpack:"at"`    // its last report
+	Prev  int64   `msgpack:"prev"`  // the report before: the last report's counts cover the time since it
 	Sent  float64 `msgpack:"sent"`  // attempts a second it sent then
 	Lost  float64 `msgpack:"lost"`  // of which answered 429 or 503
 	Want  float64 `msgpack:"want"`  // and wanted
@@ -82,10 +83,15 @@ func (t *Table) Apply(r Report) {
 		h = &host{Limit: r.Ceiling, Nodes: map[string]*node{}}
 		t.hosts[r.Host] = h
 	}
-	if _, known := h.Nodes[r.Node]; !known && len(h.Nodes) >= maxNodes {
+	prev, known := h.Nodes[r.Node]
+	if !known && len(h.Nodes) >= maxNodes {
 		return
 	}
-	h.Nodes[r.Node] = &node{At: r.At, Sent: r.rate(r.Sent), Lost: r.rate(r.Lost), Want: r.rate(r.Wanted)}
+	n := &node{At: r.At, Sent: r.rate(r.Sent), Lost: r.rate(r.Lost), Want: r.rate(r.Wanted)}
+	if known {
+		n.Prev = prev.At
+	}
+	h.Nodes[r.Node] = n
 	h.Floor, h.Members = r.Floor, int(r.Members)
 	h.forget(r.At)
 	h.learn(r)
@@ -101,13 +107,16 @@ func (h *host) forget(now int64) {
 // along the Rule's while the cluster binds (sends at least half the
 // limit).
 func (h *host) learn(r Report) {
-	inUse, lost, want := h.rate(r.At)
+	inUse, want := h.rate(r.At)
 	elapsed := time.Duration(r.At - h.Epoch)
 	switch {
-	case r.Lost > 0 && r.At-h.LastCut >= int64(window):
-		h.cut(r.At, h.lossLevel(inUse, lost, want, elapsed))
+	case r.Lost > 0 && r.At-h.LastCut >= int64(window) && h.sinceCut(h.Nodes[r.Node]):
+		h.cut(r.At, h.lossLevel(inUse, h.accepted(r.At), want, elapsed))
 	case r.Lost > 0:
-		// The same overshoot, answered to another node: already cut.
+		// The same overshoot: answered to another node, or to attempts
+		// sent before the last cut (the report covers time before it):
+		// one congestion event, as TCP's recovery point makes the losses
+		// of what was sent before a reduction (RFC 6582 §3.2).
 	case h.LossAt == 0:
 		h.Limit = r.Ceiling // never cut: the ceiling, as configured now
 	case 2*inUse >= h.Limit:
@@ -119,6 +128,30 @@ func (h *host) learn(r Report) {
 	h.LastAt = max(h.LastAt, r.At)
 }
 
+// sinceCut reports whether n's last report counts only attempts sent
+// since the last cut: the report before it was applied at or after the
+// cut (before any cut, every report).
+func (h *host) sinceCut(n *node) bool { return n.Prev >= h.LastCut }
+
+// accepted is the part of the attempts the host accepted, by the live
+// reports that count only attempts sent since the last cut. Reports from
+// before it show the refusals of the old limit; applied to the new one
+// they would cut it again for the same overshoot (60/s cut to 18, then to
+// 4.9 by the next report, whose 39 % accepted was 60/s's, against a quota
+// of 15/s in an in-process cluster).
+func (h *host) accepted(now int64) float64 {
+	var sent, lost float64
+	for _, name := range slices.Sorted(maps.Keys(h.Nodes)) {
+		if n := h.Nodes[name]; live(n, now) && h.sinceCut(n) {
+			sent, lost = sent+n.Sent, lost+n.Lost
+		}
+	}
+	if sent == 0 {
+		return 1
+	}
+	return min(max(1-lost/sent, 0), 1)
+}
+
 // lossLevel is what the host would take, by the loss: the level the
 // cluster sent at (see adaptive.Rule.Level: the limit, or the demand when
 // it is lower, or the limit as it was before it grew past the quota)
@@ -128,11 +161,7 @@ func (h *host) learn(r Report) {
 // its Retry-After, so the counts around a loss run low by the pause; a
 // cut to 0.8 of them took 24/s to 13 against a quota of 20 (sim_test.go,
 // before).
-func (h *host) lossLevel(inUse, lost, want float64, elapsed time.Duration) float64 {
-	accepted := 1.0
-	if inUse > 0 {
-		accepted = min(max(1-lost/inUse, 0), 1)
-	}
+func (h *host) lossLevel(inUse, accepted, want float64, elapsed time.Duration) float64 {
 	return rule().Level(max(inUse, want), h.Limit*accepted, h.From, h.LossAt, elapsed)
 }
 
@@ -143,16 +172,15 @@ func (h *host) cut(now int64, level float64) {
 	h.Limit, h.Epoch, h.LastCut = h.From, now, now
 }
 
-// rate is the cluster's rate in use, of it the rate lost, and the rate
-// wanted: what the nodes with a live lease sent and wanted, by their last
-// reports.
-func (h *host) rate(now int64) (sent, lost, want float64) {
+// rate is the cluster's rate in use and the rate wanted: what the nodes
+// with a live lease sent and wanted, by their last reports.
+func (h *host) rate(now int64) (sent, want float64) {
 	for _, name := range slices.Sorted(maps.Keys(h.Nodes)) {
 		if n := h.Nodes[name]; live(n, now) {
-			sent, lost, want = sent+n.Sent, lost+n.Lost, want+n.Want
+			sent, want = sent+n.Sent, want+n.Want
 		}
 	}
-	return sent, lost, want
+	return sent, want
 }
 
 func live(n *node, now int64) bool { return now-n.At <= int64(LeaseTTL) }

@@ -2,9 +2,13 @@ package budget
 
 import (
 	"bytes"
+	"cmp"
 	"math"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/levee/levee/adaptive"
 )
 
 const apiHost = "https://api.example:443"
@@ -65,14 +69,46 @@ func (w *world) second(q float64, reporting ...string) {
 	if reporting == nil {
 		reporting = w.nodes
 	}
+	lost := refusals(w.nodes, sends, over)
 	for i, n := range reporting {
-		lost := 0.0
-		if sum > 0 {
-			lost = math.Round(over * sends[n] / sum)
-		}
-		w.report(n, w.now.Add(time.Duration(i)*10*time.Millisecond), sends[n], min(lost, sends[n]), w.demand[n])
+		w.report(n, w.now.Add(time.Duration(i)*10*time.Millisecond), sends[n], lost[n], w.demand[n])
 	}
 	w.now = w.now.Add(time.Second)
+}
+
+// refusals spreads the provider's over refusals across the nodes in
+// proportion to what each sent, whole attempts by largest remainder, so
+// that every refusal is some node's (rounding each node's part alone lost
+// a refusal or two a second, which no node then reported).
+func refusals(nodes []string, sends map[string]float64, over float64) map[string]float64 {
+	out := map[string]float64{}
+	sum := 0.0
+	for _, n := range nodes {
+		sum += sends[n]
+	}
+	if sum == 0 || over == 0 {
+		return out
+	}
+	left := over
+	rem := map[string]float64{}
+	for _, n := range nodes {
+		exact := over * sends[n] / sum
+		out[n] = math.Floor(exact)
+		rem[n] = exact - out[n]
+		left -= out[n]
+	}
+	order := slices.Clone(nodes)
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(rem[b], rem[a]) })
+	for _, n := range order {
+		if left < 1 {
+			break
+		}
+		if out[n] < sends[n] {
+			out[n]++
+			left--
+		}
+	}
+	return out
 }
 
 func (w *world) report(node string, at time.Time, sent, lost, wanted float64) {
@@ -301,5 +337,45 @@ func TestReportValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want ok %v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestLossesOfAttemptsSentBeforeACutDoNotCutAgain: the nodes' reports of
+// one overshoot reach the log up to a period apart; the first cuts, and a
+// later one whose counts began before that cut is the same congestion
+// event. A node's next report, of attempts sent under the cut limit, is
+// judged by the part accepted since the cut alone.
+func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
+	tab := NewTable()
+	rep := func(node string, at time.Duration, sent, lost uint32) {
+		t.Helper()
+		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
+			Sent: sent, Lost: lost, Wanted: sent, Ceiling: 60, Floor: 1, Members: 3}
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tab.Apply(r)
+	}
+	limit := func() float64 { l, _, _ := tab.Limit(apiHost); return l }
+	// A quiet second, then the overshoot: 60/s sent, of which 39 % taken.
+	rep("n1", 0, 20, 0)
+	rep("n2", 500*time.Millisecond, 20, 0)
+	rep("n3", 600*time.Millisecond, 20, 0)
+	rep("n1", time.Second, 20, 12)
+	cut := limit()
+	if cut >= 60 {
+		t.Fatalf("limit %.1f after the first loss, want it cut from 60", cut)
+	}
+	// 1.1 s later, n2's and n3's reports of the same burst.
+	rep("n2", 2100*time.Millisecond, 20, 13)
+	rep("n3", 2200*time.Millisecond, 20, 12)
+	if got := limit(); got != cut {
+		t.Fatalf("limit %.1f after the reports of the overshoot it was cut for, want %.1f kept", got, cut)
+	}
+	// n1's next report: attempts sent under the cut limit, 80 % taken.
+	rep("n1", 2*time.Second, 10, 2)
+	want := adaptive.DefaultRule().Fell * cut * 0.8 // below the loss point: the quota fell
+	if got := limit(); math.Abs(got-want) > 1e-9 {
+		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% taken since it, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
 	}
 }
