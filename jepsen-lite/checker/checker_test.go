@@ -359,6 +359,31 @@ func TestCoalescingAbandonedSlowCall(t *testing.T) {
 	}
 }
 
+// TestCoalescingCallAbandonedOnALossyLink: a node whose link loses
+// packets may give up a call the upstream answered (its answer, or its
+// request, retransmitted past the retry budget) and fetch again; a fetch
+// again by a node the fault spared is not excused by it.
+func TestCoalescingCallAbandonedOnALossyLink(t *testing.T) {
+	const k = "/api/stories/2/comments"
+	for _, kind := range []string{"loss", "delay"} {
+		t.Run(kind, func(t *testing.T) {
+			h := base()
+			f := fault(kind, 10, 30)
+			f.Targets = []string{"n5"}
+			h.Faults = []history.Fault{f}
+			// n4 fetched as a side (the owner n5 unreachable), then n5 twice.
+			h.Upstream = []history.UpstreamCall{call("acme", k, 12, 200, "n4"), call("acme", k, 13, 200, "n5"), call("acme", k, 14, 200, "n5")}
+			if r := Coalescing(h, DefaultConfig()); !r.Pass {
+				t.Fatalf("a fetch again after a call the lossy node abandoned is allowed: %+v", r.Violations)
+			}
+			h.Upstream = []history.UpstreamCall{call("acme", k, 12, 200, "n4"), call("acme", k, 13, 200, "n1"), call("acme", k, 14, 200, "n1")}
+			if r := Coalescing(h, DefaultConfig()); r.Pass {
+				t.Fatal("three fetches in one window by nodes the fault spared passed")
+			}
+		})
+	}
+}
+
 func TestBreakerStaleStatesAreNotInvented(t *testing.T) {
 	cases := []struct {
 		name string
