@@ -136,7 +136,9 @@ func newHitServer(b testing.TB, vary string) *Server {
 	u, _ := url.Parse("http://upstream.test/api/")
 	rt := &proxy.Route{Name: "open", Prefix: "/open/", Upstream: u, TenantHeader: "X-Tenant",
 		Fresh: time.Hour, Stale: time.Hour, StaleIfError: time.Hour, MaxBody: 1 << 20,
-		Breaker: breaker.DefaultSettings(), Retry: upstream.DefaultRetry(), Limits: upstream.DefaultLimits()}
+		Breaker: breaker.DefaultSettings(), Retry: upstream.DefaultRetry(),
+		// Not the default 50/s: BenchmarkServeHitManyKeys warms 10,000 keys.
+		Limits: upstream.Limits{Inflight: 64, Rate: 1e6, Burst: 1 << 20}}
 	eng, err := proxy.New(proxy.Config{Node: "n1", Routes: []*proxy.Route{rt}, Cache: cache, Upstream: client,
 		Breaker: gate{brk}, Observer: m})
 	if err != nil {
