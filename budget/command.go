@@ -49,6 +49,12 @@ type Report struct {
 	Floor   float64 `msgpack:"floor"`
 	// Members is the live members the node counts, for the safe share.
 	Members uint16 `msgpack:"members"`
+	// Since is the host's last cut (its stamped time, unix ns) as the
+	// node's Table had applied it when the counts began; 0 when it had
+	// none. A report whose counts began before the host's last cut shows
+	// that cut's congestion event, not a new one (Table.Apply). Releases
+	// before it omit the field.
+	Since int64 `msgpack:"since,omitempty"`
 }
 
 // Validate checks the envelope's fields.
@@ -70,6 +76,8 @@ func (r Report) Validate() error {
 		return fmt.Errorf("%w: floor %v, ceiling %v", ErrBadCommand, r.Floor, r.Ceiling)
 	case r.Members < 1 || r.Members > maxMembers:
 		return fmt.Errorf("%w: %d members", ErrBadCommand, r.Members)
+	case r.Since < 0:
+		return fmt.Errorf("%w: since %d", ErrBadCommand, r.Since)
 	}
 	return nil
 }

@@ -48,6 +48,9 @@ type counts struct {
 	// that report's counts cover the time since then, not since the last
 	// tick (see take).
 	first time.Time
+	// since is the host's last cut as Committed had it when these counts
+	// began (Report.Since).
+	since int64
 }
 
 // minFirstPeriod is the shortest period a host's first report claims, so
@@ -80,7 +83,7 @@ func (r *Reporter) Count(host string, wanted, sent, lost int, ceiling, floor flo
 		if len(r.counts) >= maxHosts {
 			return
 		}
-		c = &counts{first: r.Now()}
+		c = &counts{first: r.Now(), since: r.Committed.LastCut(host)}
 		r.counts[host] = c
 	}
 	c.wanted, c.sent, c.lost = sat(c.wanted, wanted), sat(c.sent, sent), sat(c.lost, lost)
@@ -163,8 +166,8 @@ func (r *Reporter) take() []Report {
 			p = min(max(now.Sub(c.first), minFirstPeriod), period)
 		}
 		out = append(out, Report{V: CommandVersion, Host: host, Node: r.Node, At: now.UnixNano(), Period: int64(p),
-			Sent: c.sent, Lost: c.lost, Wanted: c.wanted, Ceiling: c.ceiling, Floor: c.floor, Members: members})
-		c.wanted, c.sent, c.lost, c.first = 0, 0, 0, time.Time{}
+			Sent: c.sent, Lost: c.lost, Wanted: c.wanted, Ceiling: c.ceiling, Floor: c.floor, Members: members, Since: c.since})
+		c.wanted, c.sent, c.lost, c.first, c.since = 0, 0, 0, time.Time{}, r.Committed.LastCut(host)
 	}
 	return out
 }

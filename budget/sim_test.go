@@ -71,6 +71,7 @@ type simNode struct {
 	resume             time.Time // the pause's end, spread, for this node's held calls
 	wanted, sent, lost uint32    // since its last report
 	last               time.Time // its last report
+	since              int64     // the last cut its Table had when these counts began
 }
 
 type simAnswer struct {
@@ -227,7 +228,7 @@ func (s *quotaSim) send(n *simNode) {
 // stamps it now, and it applies at once.
 func (s *quotaSim) report(n *simNode) {
 	r := Report{V: CommandVersion, Host: apiHost, Node: n.name, At: s.now.UnixNano(), Period: int64(s.now.Sub(n.last)),
-		Sent: n.sent, Lost: n.lost, Wanted: n.wanted, Ceiling: simStaticCap, Floor: 1, Members: simNodes}
+		Sent: n.sent, Lost: n.lost, Wanted: n.wanted, Ceiling: simStaticCap, Floor: 1, Members: simNodes, Since: n.since}
 	b, err := r.Encode()
 	if err == nil {
 		_, err = StateMachine{Table: s.tab}.Apply(b, time.Time{})
@@ -235,7 +236,7 @@ func (s *quotaSim) report(n *simNode) {
 	if err != nil {
 		s.t.Fatalf("report %+v: %v", r, err)
 	}
-	n.wanted, n.sent, n.lost, n.last = 0, 0, 0, s.now
+	n.wanted, n.sent, n.lost, n.last, n.since = 0, 0, 0, s.now, s.tab.LastCut(apiHost)
 }
 
 func (s *quotaSim) grow(sec int) {

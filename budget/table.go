@@ -60,7 +60,7 @@ type host struct {
 type node struct {
 	Name  string  `msgpack:"name"`  // in snapshots only
 	At    int64   `msgpack:"at"`    // its last report
-	Prev  int64   `msgpack:"prev"`  // the report before: the last report's counts cover the time since it
+	Since int64   `msgpack:"since"` // the host's last cut when its counts began (Report.Since)
 	Sent  float64 `msgpack:"sent"`  // attempts a second it sent then
 	Lost  float64 `msgpack:"lost"`  // of which answered 429 or 503
 	Want  float64 `msgpack:"want"`  // and wanted
@@ -83,15 +83,10 @@ func (t *Table) Apply(r Report) {
 		h = &host{Limit: r.Ceiling, Nodes: map[string]*node{}}
 		t.hosts[r.Host] = h
 	}
-	prev, known := h.Nodes[r.Node]
-	if !known && len(h.Nodes) >= maxNodes {
+	if _, known := h.Nodes[r.Node]; !known && len(h.Nodes) >= maxNodes {
 		return
 	}
-	n := &node{At: r.At, Sent: r.rate(r.Sent), Lost: r.rate(r.Lost), Want: r.rate(r.Wanted)}
-	if known {
-		n.Prev = prev.At
-	}
-	h.Nodes[r.Node] = n
+	h.Nodes[r.Node] = &node{At: r.At, Since: r.Since, Sent: r.rate(r.Sent), Lost: r.rate(r.Lost), Want: r.rate(r.Wanted)}
 	h.Floor, h.Members = r.Floor, int(r.Members)
 	h.forget(r.At)
 	h.learn(r)
@@ -110,13 +105,17 @@ func (h *host) learn(r Report) {
 	inUse, want := h.rate(r.At)
 	elapsed := time.Duration(r.At - h.Epoch)
 	switch {
-	case r.Lost > 0 && r.At-h.LastCut >= int64(window) && h.sinceCut(h.Nodes[r.Node]):
+	case r.Lost > 0 && r.At-h.LastCut >= int64(window) && r.Since >= h.LastCut:
 		h.cut(r.At, h.lossLevel(inUse, h.accepted(r.At), want, elapsed))
 	case r.Lost > 0:
 		// The same overshoot: answered to another node, or to attempts
-		// sent before the last cut (the report covers time before it):
-		// one congestion event, as TCP's recovery point makes the losses
-		// of what was sent before a reduction (RFC 6582 §3.2).
+		// counted before the last cut (r.Since): one congestion event, as
+		// TCP's recovery point makes the losses of what was sent before a
+		// reduction part of it (RFC 6582 §3.2). Cutting again would apply
+		// the old limit's refused part to the new limit: 60/s cut to 18,
+		// then to 4.9 by the next node's report of the same burst (39 %
+		// accepted at 60/s), against a quota of 15/s in an in-process
+		// cluster.
 	case h.LossAt == 0:
 		h.Limit = r.Ceiling // never cut: the ceiling, as configured now
 	case 2*inUse >= h.Limit:
@@ -128,28 +127,23 @@ func (h *host) learn(r Report) {
 	h.LastAt = max(h.LastAt, r.At)
 }
 
-// sinceCut reports whether n's last report counts only attempts sent
-// since the last cut: the report before it was applied at or after the
-// cut (before any cut, every report).
-func (h *host) sinceCut(n *node) bool { return n.Prev >= h.LastCut }
-
 // accepted is the part of the attempts the host accepted, by the live
-// reports that count only attempts sent since the last cut. Reports from
-// before it show the refusals of the old limit; applied to the new one
-// they would cut it again for the same overshoot (60/s cut to 18, then to
-// 4.9 by the next report, whose 39 % accepted was 60/s's, against a quota
-// of 15/s in an in-process cluster).
+// reports counted since the last cut (the report that cuts is one):
+// reports from before it show the old limit's refusals, which applied to
+// the new limit would cut it again for the same overshoot. A report from
+// a release without Since, or a node's restored from a snapshot written
+// before it, counts once its node reports again.
 func (h *host) accepted(now int64) float64 {
 	var sent, lost float64
 	for _, name := range slices.Sorted(maps.Keys(h.Nodes)) {
-		if n := h.Nodes[name]; live(n, now) && h.sinceCut(n) {
-			sent, lost = sent+n.Sent, lost+n.Lost
+		if n := h.Nodes[name]; live(n, now) && n.Since >= h.LastCut {
+			sent, lost = sent+n.Sent, lost+min(n.Lost, n.Sent)
 		}
 	}
 	if sent == 0 {
 		return 1
 	}
-	return min(max(1-lost/sent, 0), 1)
+	return 1 - lost/sent
 }
 
 // lossLevel is what the host would take, by the loss: the level the
@@ -248,6 +242,17 @@ func (t *Table) Limit(hostKey string) (limit, lossAt float64, ok bool) {
 		return h.Limit, h.LossAt, true
 	}
 	return 0, 0, false
+}
+
+// LastCut is the stamped time (unix ns) of the host's last cut; 0 when
+// it has none, or no budget. A node's reports carry it (Report.Since).
+func (t *Table) LastCut(hostKey string) int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if h, ok := t.hosts[hostKey]; ok {
+		return h.LastCut
+	}
+	return 0
 }
 
 // Leases is every live lease of host at now, by node, for checks and

@@ -28,13 +28,14 @@ type world struct {
 	floor   float64
 	now     time.Time
 	credit  map[string]float64 // the fraction of an attempt each node may send next second
+	since   map[string]int64   // the last cut each node's Table had when its counts began
 	log     [][]byte           // every report applied, encoded
 	// per second, for the checks
 	sent, lost, quota []float64
 }
 
 func newWorld(t *testing.T, ceiling float64, demand map[string]float64) *world {
-	w := &world{t: t, tab: NewTable(), demand: demand, ceiling: ceiling, floor: 1, now: t0, credit: map[string]float64{}}
+	w := &world{t: t, tab: NewTable(), demand: demand, ceiling: ceiling, floor: 1, now: t0, credit: map[string]float64{}, since: map[string]int64{}}
 	for _, n := range []string{"n1", "n2", "n3"} {
 		if _, ok := demand[n]; ok {
 			w.nodes = append(w.nodes, n)
@@ -114,7 +115,7 @@ func refusals(nodes []string, sends map[string]float64, over float64) map[string
 func (w *world) report(node string, at time.Time, sent, lost, wanted float64) {
 	w.t.Helper()
 	r := Report{V: CommandVersion, Host: apiHost, Node: node, At: at.UnixNano(), Period: int64(time.Second),
-		Sent: uint32(sent), Lost: uint32(lost), Wanted: uint32(wanted), Ceiling: w.ceiling, Floor: w.floor, Members: 3}
+		Sent: uint32(sent), Lost: uint32(lost), Wanted: uint32(wanted), Ceiling: w.ceiling, Floor: w.floor, Members: 3, Since: w.since[node]}
 	b, err := r.Encode()
 	if err != nil {
 		w.t.Fatalf("encode %+v: %v", r, err)
@@ -123,6 +124,7 @@ func (w *world) report(node string, at time.Time, sent, lost, wanted float64) {
 	if _, err := (StateMachine{Table: w.tab}).Apply(b, time.Time{}); err != nil {
 		w.t.Fatal(err)
 	}
+	w.since[node] = w.tab.LastCut(apiHost)
 	w.checkSum(at)
 }
 
@@ -342,40 +344,41 @@ func TestReportValidate(t *testing.T) {
 
 // TestLossesOfAttemptsSentBeforeACutDoNotCutAgain: the nodes' reports of
 // one overshoot reach the log up to a period apart; the first cuts, and a
-// later one whose counts began before that cut is the same congestion
-// event. A node's next report, of attempts sent under the cut limit, is
-// judged by the part accepted since the cut alone.
+// later one whose counts began before that cut (Since) is the same
+// congestion event, even past the window between cuts. A report counted
+// under the cut limit is judged by its own part accepted.
 func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 	tab := NewTable()
-	rep := func(node string, at time.Duration, sent, lost uint32) {
+	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
 		t.Helper()
 		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
-			Sent: sent, Lost: lost, Wanted: sent, Ceiling: 60, Floor: 1, Members: 3}
+			Sent: sent, Lost: lost, Wanted: sent, Ceiling: 60, Floor: 1, Members: 3, Since: since}
 		if err := r.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		tab.Apply(r)
 	}
 	limit := func() float64 { l, _, _ := tab.Limit(apiHost); return l }
-	// A quiet second, then the overshoot: 60/s sent, of which 39 % taken.
-	rep("n1", 0, 20, 0)
-	rep("n2", 500*time.Millisecond, 20, 0)
-	rep("n3", 600*time.Millisecond, 20, 0)
-	rep("n1", time.Second, 20, 12)
-	cut := limit()
-	if cut >= 60 {
-		t.Fatalf("limit %.1f after the first loss, want it cut from 60", cut)
+	// A quiet second, then the overshoot: n1's report cuts.
+	rep("n1", 0, 20, 0, 0)
+	rep("n2", 500*time.Millisecond, 20, 0, 0)
+	rep("n3", 600*time.Millisecond, 20, 0, 0)
+	rep("n1", time.Second, 20, 12, 0)
+	cut, lastCut := limit(), tab.LastCut(apiHost)
+	if cut >= 60 || lastCut != t0.Add(time.Second).UnixNano() {
+		t.Fatalf("limit %.1f, last cut %d after the first loss, want it cut from 60 at 1 s", cut, lastCut)
 	}
-	// 1.1 s later, n2's and n3's reports of the same burst.
-	rep("n2", 2100*time.Millisecond, 20, 13)
-	rep("n3", 2200*time.Millisecond, 20, 12)
+	// 1.5 and 2.1 s: n2's and n3's reports of the same burst, counted
+	// from before the cut; n3's comes past the window between cuts.
+	rep("n2", 1500*time.Millisecond, 20, 13, 0)
+	rep("n3", 2100*time.Millisecond, 20, 12, 0)
 	if got := limit(); got != cut {
 		t.Fatalf("limit %.1f after the reports of the overshoot it was cut for, want %.1f kept", got, cut)
 	}
-	// n1's next report: attempts sent under the cut limit, 80 % taken.
-	rep("n1", 2*time.Second, 10, 2)
+	// 2.2 s: n1's next report, counted since the cut, 80 % accepted.
+	rep("n1", 2200*time.Millisecond, 10, 2, lastCut)
 	want := adaptive.DefaultRule().Fell * cut * 0.8 // below the loss point: the quota fell
 	if got := limit(); math.Abs(got-want) > 1e-9 {
-		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% taken since it, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
+		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% it accepted, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
 	}
 }

@@ -229,13 +229,15 @@ func sortedCopy(s []string) []string {
 // abandonedDuring is 1 when a call of w may have been abandoned by its
 // node although the upstream logs it as a 200, so that the next read
 // legitimately fetches again: an upstream-slow window overlaps [anchor −
-// Settle, end] (a slow call outlives the node's retry budget), or a loss
-// or delay fault overlapping it degraded the link of a node that made
-// two of w's calls (its request reached the upstream late, retransmitted,
-// or the answer did not reach the node, past its budget, and the node
-// fetched again; a third node's fetch is not excused by it: the eighth soak's
-// n5 gave up a refresh at 1,527.30 s, "retry budget spent", as the
-// upstream answered it at 1,527.31 s, and fetched again 0.9 s later).
+// Settle, end] (a slow call outlives the node's retry budget), or a node
+// whose packets a loss fault dropped made two of w's calls while the
+// fault held (its request reached the upstream late, retransmitted, or
+// the answer never reached it, past its budget, and it fetched again:
+// the eighth soak's n5, 40 % loss, logged "retry budget spent" for a
+// refresh at 1,527.30 s, the upstream answered it at 1,527.31 s, and n5
+// fetched again 0.9 s later). Not a third node's fetch, not calls after
+// the fault, and not the delay fault, whose round trips stay below
+// slow_call.
 func (h *History) abandonedDuring(w freshWindow, end int64, cfg Config) int {
 	for _, f := range h.active() {
 		if f.Start > end || h.faultEnd(f)+cfg.Settle.Nanoseconds() < w.anchor {
@@ -244,10 +246,10 @@ func (h *History) abandonedDuring(w freshWindow, end int64, cfg Config) int {
 		switch f.Kind {
 		case "upstream-slow":
 			return 1
-		case "loss", "delay":
+		case "loss":
 			n := 0
 			for _, c := range w.calls {
-				if slices.Contains(f.Targets, c.Node) {
+				if slices.Contains(f.Targets, c.Node) && c.Time >= f.Start && c.Time <= h.faultEnd(f) {
 					n++
 				}
 			}
