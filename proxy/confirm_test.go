@@ -11,12 +11,12 @@ import (
 )
 
 // restarted swaps the rig's engine for a new one, as a restarted process
-// over the same cache (its file's answers), with Recover set and peers
-// known when peers says so.
-func restarted(t *testing.T, rg *rig, fr *fakeRecover, peers *bool) {
+// over the same cache (its file's answers), asking its peers with recover
+// and knowing peers when peers says so.
+func restarted(t *testing.T, rg *rig, recover func(context.Context, string, string, http.Header) (*store.Entry, bool), peers *bool) {
 	t.Helper()
 	cfg := rg.engine.cfg
-	cfg.Recover = fr.recover
+	cfg.Recover = recover
 	cfg.CanRecover = func() bool { return *peers }
 	eng, err := New(cfg)
 	if err != nil {
@@ -47,11 +47,10 @@ func TestAnAnswerFromBeforeTheStartIsConfirmedWithThePeersOnce(t *testing.T) {
 				time.Sleep(time.Second)
 				fr := &fakeRecover{}
 				if tc.peer != nil {
-					fr.entry = store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(*tc.peer),
-						store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})
+					fr.entry = peerCopy(stored.Add(*tc.peer))
 				}
 				peers := true
-				restarted(t, rg, fr, &peers)
+				restarted(t, rg, fr.recover, &peers)
 				for range 3 {
 					wantResult(t, rg.serve(t, get("s/1")), Hit, tc.wantBody)
 				}
@@ -68,7 +67,7 @@ func TestAnAnswerFetchedSinceTheStartNeedsNoAsk(t *testing.T) {
 		rg := newRig(t, testRoute())
 		fr := &fakeRecover{}
 		peers := true
-		restarted(t, rg, fr, &peers)
+		restarted(t, rg, fr.recover, &peers)
 		rg.serve(t, get("s/1"))
 		time.Sleep(time.Second)
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello")
@@ -84,10 +83,9 @@ func TestWithNoPeerKnownYetTheAnswerIsServedAndAskedAboutLater(t *testing.T) {
 		rg.serve(t, get("s/1"))
 		stored := time.Now()
 		time.Sleep(time.Second)
-		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(time.Second),
-			store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})}
+		fr := &fakeRecover{entry: peerCopy(stored.Add(time.Second))}
 		peers := false
-		restarted(t, rg, fr, &peers)
+		restarted(t, rg, fr.recover, &peers)
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello") // alone: its own
 		peers = true                                         // gossip found someone
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "from a peer")
@@ -99,6 +97,12 @@ func TestWithNoPeerKnownYetTheAnswerIsServedAndAskedAboutLater(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// peerCopy is the copy the peers hold, stored at storedAt.
+func peerCopy(storedAt time.Time) *store.Entry {
+	return store.NewEntry(200, http.Header{}, []byte("from a peer"), storedAt,
+		store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})
+}
+
 // TestARequestDuringTheAskWaitsForIt: while one request asks the peers
 // about an answer from before the start, another for the key waits for
 // that ask and serves what it brought, not the older copy it replaces.
@@ -109,23 +113,12 @@ func TestARequestDuringTheAskWaitsForIt(t *testing.T) {
 		stored := time.Now()
 		time.Sleep(time.Second)
 		release := make(chan struct{})
-		fr := &fakeRecover{entry: store.NewEntry(200, http.Header{}, []byte("from a peer"), stored.Add(time.Second),
-			store.Windows{Fresh: 15 * time.Second, Stale: 15 * time.Second})}
-		slow := &fakeRecover{}
+		fr := &fakeRecover{entry: peerCopy(stored.Add(time.Second))}
 		peers := true
-		restarted(t, rg, slow, &peers)
-		cfg := rg.engine.cfg
-		cfg.Recover = func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
+		restarted(t, rg, func(ctx context.Context, rkey, pkey string, h http.Header) (*store.Entry, bool) {
 			<-release // the peers take their time
 			return fr.recover(ctx, rkey, pkey, h)
-		}
-		eng, err := New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		eng.started = rg.engine.started
-		t.Cleanup(eng.Close)
-		rg.engine = eng
+		}, &peers)
 		bodies := make(chan string, 2)
 		for range 2 {
 			go func() { bodies <- string(rg.serve(t, get("s/1")).Body) }()
@@ -156,7 +149,7 @@ func TestAnswersFromBeforeTheStartAreConfirmedOnlyForAMinute(t *testing.T) {
 		time.Sleep(time.Second)
 		fr := &fakeRecover{}
 		peers := true
-		restarted(t, rg, fr, &peers)
+		restarted(t, rg, fr.recover, &peers)
 		time.Sleep(confirmFor)
 		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello")
 		if fr.calls() != 0 {
