@@ -41,6 +41,8 @@
 //	      │      taken in this OpenFor ─► *OpenError
 //	      ▼
 //	last committed open, forced or half-open with a live lease ─► *OpenError
+//	caught up, no leader for less than ElectionGrace, committed not
+//	closed (a probe is due) ─► *OpenError: an election, not a partition
 //	else the guard decides, opened first when the committed state is not
 //	closed (or while catching up), so it grants one probe at a time
 //

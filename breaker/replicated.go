@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,13 @@ type ReplicatedConfig struct {
 	// the cluster has committed since this node started (with Raft,
 	// consensus.Node.CaughtUp). Default: always true.
 	CaughtUp func() bool
+	// Leaderless is how long this node has gone without a leader's
+	// contact: 0 while it leads, else the time since it last heard from
+	// one (consensus.Node.Leaderless). A node whose table is current but
+	// that cannot commit (no leader) holds a half-open route's probe for
+	// ElectionGrace of it, as a failing proposal does. Default: as long as
+	// can be (unknown), so the guard decides at once.
+	Leaderless func() time.Duration
 	// Restarted reports whether the node started from saved state, so its
 	// committed table may show a stale past until CaughtUp. Default: always
 	// false, a fresh node, which has no stale state to distrust.
@@ -60,8 +68,13 @@ type ReplicatedConfig struct {
 	// Within the grace such a call is refused as the committed state
 	// refuses a probe it has not granted; past it (Raft failing for
 	// longer than an election), the guard decides. Measured on Now from
-	// the first failure since the last committed decision. Default
-	// DefaultElectionGrace (zero takes it); negative: none.
+	// the first failure since the last committed decision. The same
+	// grace holds when the node has no leader at all (not Healthy),
+	// measured by Leaderless: a leader's death leaves every follower
+	// without one until the election ends, and each guard probed in that
+	// second (the ninth soak's breaker-agreement failure: three probes
+	// across two elections in one second). Default DefaultElectionGrace
+	// (zero takes it); negative: none.
 	ElectionGrace time.Duration
 	// Now is the clock of the guard and the catch-up rule; give it the
 	// committed breaker's. Default time.Now.
@@ -78,6 +91,7 @@ func DefaultReplicatedConfig() ReplicatedConfig {
 		Healthy:       func() bool { return true },
 		CaughtUp:      func() bool { return true },
 		Restarted:     func() bool { return false },
+		Leaderless:    func() time.Duration { return math.MaxInt64 },
 		CatchUpGrace:  DefaultCatchUpGrace,
 		ElectionGrace: DefaultElectionGrace,
 		Now:           time.Now,
@@ -102,6 +116,9 @@ func (c ReplicatedConfig) withDefaults() ReplicatedConfig {
 	c.Healthy = orDefault(c.Healthy, d.Healthy)
 	c.CaughtUp = orDefault(c.CaughtUp, d.CaughtUp)
 	c.Restarted = orDefault(c.Restarted, d.Restarted)
+	if c.Leaderless == nil {
+		c.Leaderless = d.Leaderless
+	}
 	if c.CatchUpGrace == 0 {
 		c.CatchUpGrace = d.CatchUpGrace
 	}
@@ -188,6 +205,7 @@ type authority int
 const (
 	byCommitted authority = iota
 	byGuard
+	byGuardLeaderless // caught up, but no leader to commit through
 	byGuardCatchingUp
 )
 
@@ -203,7 +221,7 @@ func (r *Replicated) authority() authority {
 		if r.cfg.Healthy() {
 			return byCommitted
 		}
-		return byGuard
+		return byGuardLeaderless
 	case r.inGrace():
 		return byGuardCatchingUp
 	}
@@ -237,7 +255,7 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 			r.failingSince.Store(0)
 			return done, err
 		}
-		if refused := r.inElection(route); refused != nil {
+		if refused := r.inElection(route, r.failingFor()); refused != nil {
 			r.cfg.Logger.Debug("breaker proposal failed; held open through a leader election", "route", route, "err", err)
 			return nil, refused
 		}
@@ -255,7 +273,18 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 			}
 			adopt = r.openGuard
 		}
-		fallthrough
+		if err := r.lastCommittedRefuses(route); err != nil {
+			return nil, err
+		}
+	case byGuardLeaderless:
+		if err := r.lastCommittedRefuses(route); err != nil {
+			return nil, err
+		}
+		if r.committed.View(route).State != Closed { // the guard's next call would be a probe
+			if refused := r.inElection(route, r.cfg.Leaderless()); refused != nil {
+				return nil, refused
+			}
+		}
 	default:
 		if err := r.lastCommittedRefuses(route); err != nil {
 			return nil, err
@@ -264,15 +293,22 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 	return r.allowGuard(ctx, route, s, adopt)
 }
 
-// inElection returns the refusal for route while committed proposals
-// have failed for less than ElectionGrace, nil once the guard may decide.
-func (r *Replicated) inElection(route string) *OpenError {
+// failingFor is how long committed proposals have failed, the first
+// failure since the last committed decision starting the count now.
+func (r *Replicated) failingFor() time.Duration {
+	now := r.cfg.Now()
+	r.failingSince.CompareAndSwap(0, now.UnixNano())
+	return now.Sub(time.Unix(0, r.failingSince.Load()))
+}
+
+// inElection returns the refusal for route while the node has been
+// unable to commit for less than ElectionGrace (failing, how long), nil
+// once the guard may decide.
+func (r *Replicated) inElection(route string, failing time.Duration) *OpenError {
 	if r.cfg.ElectionGrace < 0 {
 		return nil
 	}
-	now := r.cfg.Now()
-	r.failingSince.CompareAndSwap(0, now.UnixNano())
-	left := r.cfg.ElectionGrace - now.Sub(time.Unix(0, r.failingSince.Load()))
+	left := r.cfg.ElectionGrace - failing
 	if left <= 0 {
 		return nil
 	}

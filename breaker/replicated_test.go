@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -37,7 +38,10 @@ type replicatedRig struct {
 	healthy   atomic.Bool
 	caughtUp  atomic.Bool
 	restarted atomic.Bool
-	r         *Replicated
+	// leaderless is Leaderless's answer in ns: as long as can be (no
+	// election to wait for) unless a test sets it.
+	leaderless atomic.Int64
+	r          *Replicated
 }
 
 // newReplicatedRig returns a healthy, caught-up, fresh node's Replicated,
@@ -48,6 +52,7 @@ func newReplicatedRig(t *testing.T, grace time.Duration) *replicatedRig {
 	rr.prop = &outage{next: NewLocal(rr.table)}
 	rr.healthy.Store(true)
 	rr.caughtUp.Store(true)
+	rr.leaderless.Store(math.MaxInt64)
 	committed, err := New(Config{Node: "a", Proposer: rr.prop, Reader: NewLocal(rr.table), Now: rr.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +60,7 @@ func newReplicatedRig(t *testing.T, grace time.Duration) *replicatedRig {
 	rr.r, err = NewReplicated(ReplicatedConfig{
 		Node: "a", Committed: committed,
 		Healthy: rr.healthy.Load, CaughtUp: rr.caughtUp.Load, Restarted: rr.restarted.Load,
-		CatchUpGrace: grace, Now: rr.clock.Now, Logger: testutil.Logger(t, slog.LevelDebug),
+		Leaderless: func() time.Duration { return time.Duration(rr.leaderless.Load()) }, CatchUpGrace: grace, Now: rr.clock.Now, Logger: testutil.Logger(t, slog.LevelDebug),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +259,63 @@ func TestReplicatedFailedProposalLeavesCallToGuardAfterAnElection(t *testing.T) 
 	if !errors.Is(err, ErrOpen) {
 		t.Fatalf("first failed proposal after a committed decision: %v, want refused as open", err)
 	}
+}
+
+// TestAProbeWaitsForTheElectionWhenTheLeaderDies: a caught-up node whose
+// leader is gone (not Healthy) keeps a route that is open past its open
+// period, or half-open past its lease, refused for ElectionGrace of being
+// without a leader, as a failing proposal is: every follower is without
+// one until the election ends, and each guard's probe would add one to
+// the cluster's. Past the grace (a partition, not an election) its guard
+// grants one probe; a closed route is never held; a node restarted and
+// catching up keeps its own catch-up rule.
+func TestAProbeWaitsForTheElectionWhenTheLeaderDies(t *testing.T) {
+	grace := DefaultElectionGrace
+	tests := []struct {
+		name       string
+		setup      func(t *testing.T, rr *replicatedRig)
+		leaderless time.Duration
+		want       State // Closed: one call let through of many
+		retry      time.Duration
+	}{
+		{"open, a second without a leader: refused for the rest of the grace", openPast, time.Second, Open, grace - time.Second},
+		{"open, the grace's last millisecond: refused", openPast, grace - time.Millisecond, Open, time.Second},
+		{"open, leaderless for the grace: the guard probes", openPast, grace, Closed, 0},
+		{"open, never had a leader: the guard probes", openPast, math.MaxInt64, Closed, 0},
+		{"half-open past its lease, within the grace: refused", func(t *testing.T, rr *replicatedRig) {
+			rr.halfOpenCommitted(t)
+			rr.clock.Advance(DefaultSettings().ProbeLease)
+		}, time.Second, HalfOpen, grace - time.Second},
+		{"closed: never held", func(*testing.T, *replicatedRig) {}, time.Second, Closed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rr := newReplicatedRig(t, time.Minute)
+			rr.r.Start()
+			tt.setup(t, rr)
+			rr.cutOff()
+			rr.leaderless.Store(int64(tt.leaderless))
+			if tt.want != Closed {
+				_, err := rr.allow(t, testRoute)
+				wantOpen(t, err, tt.want, tt.retry)
+				return
+			}
+			if rr.table.View(testRoute).State == Closed {
+				rr.call(t, testRoute, false)
+				rr.call(t, testRoute, false)
+				return
+			}
+			oneProbeOfMany(t, rr, 10)
+		})
+	}
+}
+
+// openPast trips the committed route and lets its open period pass: the
+// next call is a probe.
+func openPast(t *testing.T, rr *replicatedRig) {
+	t.Helper()
+	rr.tripCommitted(t)
+	rr.clock.Advance(DefaultSettings().OpenFor)
 }
 
 func TestReplicatedGuardAdoptsCommittedOpen(t *testing.T) {

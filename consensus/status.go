@@ -2,6 +2,7 @@ package consensus
 
 import (
 	"math"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -44,4 +45,25 @@ func (n *Node) Status() Status {
 	return Status{State: i.State, Leader: i.LeaderID, Term: i.Term, CommitIndex: i.CommitIndex,
 		Applied: i.AppliedIndex, Voters: i.Voters, LastContact: math.Round(i.LastContact.Seconds()*1000) / 1000,
 		Healthy: n.Healthy(), CaughtUp: n.CaughtUp(), Problem: n.Problem()}
+}
+
+// Leaderless is how long this node has gone without a leader: 0 while it
+// leads, else the time since it last heard from one (Raft's LastContact),
+// which an election after the leader's death keeps growing until a new
+// leader's first heartbeat. As long as can be before Raft starts and
+// before any contact: a node that never had a leader has no election to
+// wait for (breaker.ReplicatedConfig.Leaderless).
+func (n *Node) Leaderless() time.Duration {
+	r := n.raft.Load()
+	if r == nil {
+		return math.MaxInt64
+	}
+	if r.State() == raft.Leader {
+		return 0
+	}
+	last := r.LastContact()
+	if last.IsZero() {
+		return math.MaxInt64
+	}
+	return time.Since(last)
 }

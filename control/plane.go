@@ -166,7 +166,7 @@ func (p *Plane) breakers(cfg Config) error {
 	}
 	p.Breaker, err = breaker.NewReplicated(breaker.ReplicatedConfig{
 		Node: cfg.Node, Committed: committed,
-		Healthy: p.Node.Healthy, CaughtUp: p.Node.CaughtUp, Restarted: p.Node.Restarted,
+		Healthy: p.Node.Healthy, CaughtUp: p.Node.CaughtUp, Restarted: p.Node.Restarted, Leaderless: p.Node.Leaderless,
 		CatchUpGrace: cfg.CatchUpGrace, Now: cfg.Now, Logger: cfg.Logger.With("subsystem", "breaker"),
 	})
 	return err
