@@ -143,11 +143,19 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, "", err
 	}
+	if s.cfg.Joined != nil {
+		if err := s.cfg.Joined(ctx); err != nil {
+			return nil, "", err
+		}
+	}
 	key, err := s.cfg.Engine.RoutingKey(req)
 	if err != nil {
 		return nil, "", err
 	}
 	owner, self := s.cfg.Peers.Owner(key)
+	if self {
+		owner, self = s.standIn(key, req)
+	}
 	if self || owner == "" {
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, s.cfg.Node, err

@@ -275,17 +275,19 @@ type fakePeers struct {
 	mu         sync.Mutex
 	n          int
 	to         []string // the nodes forwarded to, in order
+	relayed    []bool   // each forward's Relayed, in order
 }
 
 func (p *fakePeers) Owner(string) (string, bool) { return p.owner, p.self }
 
 func (p *fakePeers) Succession(string) []string { return p.succession }
 
-func (p *fakePeers) Forward(_ context.Context, node, _ string, _ *proxy.Request) (*proxy.Response, error) {
+func (p *fakePeers) Forward(_ context.Context, node, _ string, r *proxy.Request) (*proxy.Response, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
 	p.to = append(p.to, node)
+	p.relayed = append(p.relayed, r.Relayed)
 	if err, ok := p.errs[node]; ok {
 		if err != nil {
 			return nil, err

@@ -312,7 +312,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) 
 	out := &peer.ForwardResponse{V: peer.Version, Owner: s.cfg.Node}
 	// The forwarding node's connection carries the client's patience: if it
 	// gives up, this caller stops waiting (the coalesced fetch goes on).
-	resp, err := s.cfg.Engine.Serve(r.Context(), req)
+	resp, err := s.serveOrRelay(r.Context(), req, fr.Relayed)
 	if err != nil {
 		status, title, retryAfter := problemOf(err)
 		out.Err = &peer.RemoteError{Status: status, Title: title, Detail: publicDetail(err), RetryAfter: int64(retryAfter)}

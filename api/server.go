@@ -80,6 +80,17 @@ type Config struct {
 	Engine Engine
 	// Peers decides ownership and forwards. Default nil: single node.
 	Peers Peers
+	// Held reports that this node was stopped moments ago, long enough
+	// for its peers to have taken it for dead (pausewatch.Watch.Held):
+	// while it is, the reads of keys it owns go to their stand-in (see
+	// standIn). Default nil: never held.
+	Held func() bool
+	// Joined waits until this node has joined its cluster, or has waited
+	// as long as its readiness does (mesh.Mesh.WaitJoined): a data
+	// request waits for it, so it is routed by the cluster's ring rather
+	// than by a ring of this node alone, on which it owns every key.
+	// Default nil: no wait.
+	Joined func(ctx context.Context) error
 	// Breakers backs /-/breakers. Default nil: the endpoint returns [].
 	Breakers Breakers
 	// Metrics serves GET /metrics. Default nil: 404.

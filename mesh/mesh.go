@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/levee/levee/clustertls"
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/connmux"
+	"github.com/levee/levee/pausewatch"
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/replica"
 	"github.com/levee/levee/ring"
@@ -63,12 +65,17 @@ type Mesh struct {
 	Ring       *ring.Ring
 	Client     *peer.Client // shared by replication and Raft forwarding
 	Replicator *replica.Replicator
+	// Pause tells this process it was stopped long enough for its peers
+	// to declare it dead (api's stand-in rule, proxy's confirm).
+	Pause *pausewatch.Watch
 
 	node         config.Node
 	log          *slog.Logger
 	leaveTimeout time.Duration
 	now          func() time.Time
-	started      atomic.Int64 // UnixNano of Start on now; 0 before
+	started      atomic.Int64  // UnixNano of Start on now; 0 before
+	joined       chan struct{} // closed once Ready first said yes (WaitJoined)
+	joinedOnce   sync.Once
 }
 
 // JoinGrace bounds how long a node with gossip seeds (node.join) stays
@@ -95,7 +102,8 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout, now: d.Now}
+	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout, now: d.Now,
+		joined: make(chan struct{})}
 	m.Client = peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: d.WrapTransport, HTTP2: true,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -116,8 +124,21 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 	if m.Replicator, err = replica.New(rc); err != nil {
 		return nil, err
 	}
+	if m.Pause, err = pausewatch.New(pauseConfig(mc.Timings, rc.HandoffInterval, d.Logger)); err != nil {
+		return nil, err
+	}
 	ml.Subscribe(m.onEvent)
 	return m, nil
+}
+
+// pauseConfig watches for a stop as long as the shortest in which gossip
+// may declare this node dead (SuspicionMult × ProbeInterval: LAN 4 s),
+// and holds for that plus a hand-off round (LAN 3 s): by then the peers
+// have heard the node is back (a refutation spreads in a few gossip
+// rounds) and handed its keys' newer copies back.
+func pauseConfig(t cluster.Timings, handoff time.Duration, log *slog.Logger) pausewatch.Config {
+	gap := time.Duration(t.SuspicionMult) * t.ProbeInterval
+	return pausewatch.Config{Gap: gap, Hold: gap + handoff, Logger: log.With("subsystem", "pausewatch")}
 }
 
 // membershipConfig is cluster.MembershipConfig from the node's
@@ -150,7 +171,52 @@ func (m *Mesh) Start(ctx context.Context, httpAddr, raftAddr, peerAddr string, h
 		return fmt.Errorf("mesh: gossip on node.gossip %s: %w", m.node.Gossip, err)
 	}
 	m.Replicator.Start()
+	m.Pause.Start()
+	m.noteJoined()
 	return nil
+}
+
+// WaitJoined waits until this node has joined (Ready, once), or for as
+// long as readiness would (JoinGrace from Start), or until ctx ends (its
+// error). api waits on it before routing a data request: until it has
+// joined, a node's ring holds itself alone, and it would own every key,
+// fetching keys their owners hold fresh (a soak's coalescing failure: a
+// restarted node fetched a key 0.5 s before its owner did, docs/chaos.md).
+func (m *Mesh) WaitJoined(ctx context.Context) error {
+	select {
+	case <-m.joined:
+		return nil
+	default:
+	}
+	if m.noteJoined() {
+		return nil
+	}
+	left := JoinGrace
+	if started := m.started.Load(); started != 0 {
+		left -= m.now().Sub(time.Unix(0, started))
+	}
+	if left <= 0 {
+		return nil
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-m.joined:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// noteJoined records that the node has joined, if Ready says so, and
+// reports whether it has.
+func (m *Mesh) noteJoined() bool {
+	if m.Ready() != nil {
+		return false
+	}
+	m.joinedOnce.Do(func() { close(m.joined) })
+	return true
 }
 
 // onEvent keeps the ring (which never sees memberlist) and replication in
@@ -163,6 +229,7 @@ func (m *Mesh) onEvent(ev cluster.Event) {
 				m.log.Error("ring add", "member", ev.Member.Name, "err", err)
 			}
 			m.Replicator.MemberUp(ev.Member.Name)
+			m.noteJoined()
 		}
 	case cluster.EventLeave, cluster.EventFail:
 		m.Ring.Remove(ev.Member.Name)
@@ -241,6 +308,7 @@ func (m *Mesh) Leave() {
 // Close stops gossip (and event delivery), replication, and the client
 // they shared.
 func (m *Mesh) Close() {
+	m.Pause.Close()
 	m.Membership.Close()
 	m.Replicator.Close()
 	m.Client.Close()

@@ -1,6 +1,8 @@
 package mesh
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -72,4 +74,60 @@ func TestReadyWaitsForAPeerOfItsSeedsWithinTheJoinGrace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWaitJoinedHoldsARequestUntilThePeersAreFound: a node with seeds,
+// alone on its ring, holds a request until a peer joins it (then every
+// later request passes at once), or its client gives up first; with the
+// join grace over it waits no more.
+func TestWaitJoinedHoldsARequestUntilThePeersAreFound(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	newMesh := func(t *testing.T, since time.Duration) *Mesh {
+		rg, err := ring.New(ring.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rg.Add("n1"); err != nil {
+			t.Fatal(err)
+		}
+		now := t0.Add(since)
+		m := &Mesh{Ring: rg, node: config.Node{Name: "n1", Join: []string{"n2:7946"}}, now: func() time.Time { return now },
+			joined: make(chan struct{}), log: slog.New(slog.DiscardHandler)}
+		m.started.Store(t0.UnixNano())
+		return m
+	}
+	t.Run("a peer joins", func(t *testing.T) {
+		m := newMesh(t, time.Second)
+		done := make(chan error, 1)
+		go func() { done <- m.WaitJoined(t.Context()) }()
+		select {
+		case err := <-done:
+			t.Fatalf("WaitJoined returned %v alone on the ring", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if err := m.Ring.Add("n2"); err != nil {
+			t.Fatal(err)
+		}
+		m.noteJoined() // as onEvent does once the ring has the member
+		if err := <-done; err != nil {
+			t.Fatalf("WaitJoined after the join: %v", err)
+		}
+		if err := m.WaitJoined(t.Context()); err != nil {
+			t.Fatalf("a later wait: %v", err)
+		}
+	})
+	t.Run("the client gives up", func(t *testing.T) {
+		m := newMesh(t, time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		if err := m.WaitJoined(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitJoined = %v, want the client's deadline", err)
+		}
+	})
+	t.Run("the join grace is over", func(t *testing.T) {
+		m := newMesh(t, JoinGrace)
+		if err := m.WaitJoined(t.Context()); err != nil {
+			t.Fatalf("WaitJoined past the grace = %v", err)
+		}
+	})
 }

@@ -228,6 +228,7 @@ func (n *Node) wireEngine(gate proxy.Gate) error {
 		rep := n.cluster.Replicator
 		pc.OnStore, pc.Recover, pc.CanRecover, pc.Owns = rep.OnStore, rep.Recover, rep.CanRecover, rep.Owns
 		pc.OnInvalidate, pc.OnPurge = rep.OnInvalidate, rep.Purge
+		pc.Resumed = n.cluster.Pause.Resumed
 	}
 	n.engine, err = proxy.New(pc)
 	return err
@@ -248,7 +249,7 @@ func (n *Node) wireAPI(proposer breaker.Proposer) error {
 		Purge: n.engine, Jobs: n.jobs.Service,
 	}
 	if n.cluster != nil {
-		ac.Peers = n.cluster.Replicator
+		ac.Peers, ac.Held, ac.Joined = n.cluster.Replicator, n.cluster.Pause.Held, n.cluster.WaitJoined
 	}
 	if n.raft != nil {
 		ac.Seats = n.seats()
@@ -333,6 +334,7 @@ func (n *Node) registerGauges() {
 	n.jobs.Runner.Gauges(n.metrics, n.opts.Now)
 	if n.cluster != nil {
 		n.cluster.Membership.Gauges(n.metrics)
+		n.cluster.Pause.Gauges(n.metrics)
 	}
 	n.raftLog.Gauges(n.metrics)
 }

@@ -54,6 +54,12 @@ type ForwardRequest struct {
 	RawQuery string              `msgpack:"query"`
 	Header   map[string][]string `msgpack:"header"`
 	Body     []byte              `msgpack:"body"`
+	// Relayed marks a forward that a held owner (one that was stopped
+	// moments ago, api's stand-in rule) passed on to the key's
+	// successor: it is served where it arrives, never passed on again,
+	// so two held nodes cannot pass it between them. Omitted (false) by
+	// earlier releases, which never relay.
+	Relayed bool `msgpack:"relayed,omitempty"`
 }
 
 // ForwardResponse is the owner's answer: a response, or the error the owner

@@ -86,6 +86,12 @@ type Config struct {
 	// nobody, then serve that older copy for 5 s more after joining while
 	// the interim owner holds a newer one. Default nil: always.
 	CanRecover func() bool
+	// Resumed, when set, is when this process last resumed from a stop
+	// its peers may have taken for death (pausewatch.Watch.Resumed; the
+	// zero Time when none): answers stored before it are confirmed with
+	// the peers as answers from before the start are (confirm.go). It
+	// is read on every hit and must read no clock. Default nil: never.
+	Resumed func() time.Time
 	// OnInvalidate, when set, is called after a write (an unsafe method the
 	// upstream may have applied) removed its URL's answers from this
 	// node's cache, with the URL's routing key, the write's time and the

@@ -26,15 +26,30 @@ import (
 // growing.
 const confirmFor = time.Minute
 
+// A process that was stopped (SIGSTOP, a frozen VM) long enough for its
+// peers to declare it dead is in the same place as it resumes: its keys'
+// successors owned them meanwhile. Its answers from before the resume
+// (Config.Resumed) are confirmed the same way, within confirmFor of it.
+
 // unconfirmed reports whether an answer stored at storedAt, under primary
-// key pkey, dates from before this engine started, now within confirmFor
-// of the start, and its key's peers have not been asked since.
+// key pkey, dates from before this engine started or last resumed, now
+// within confirmFor of that, and its key's peers have not been asked
+// since.
 func (e *Engine) unconfirmed(pkey string, storedAt, now time.Time) bool {
-	if e.cfg.Recover == nil || !storedAt.Before(e.started) || now.Sub(e.started) >= confirmFor {
+	if e.cfg.Recover == nil {
 		return false
 	}
-	_, asked := e.confirmed.get(pkey)
-	return !asked
+	since := e.started
+	if e.cfg.Resumed != nil {
+		if r := e.cfg.Resumed(); r.After(since) {
+			since = r
+		}
+	}
+	if !storedAt.Before(since) || now.Sub(since) >= confirmFor {
+		return false
+	}
+	at, asked := e.confirmed.get(pkey)
+	return !asked || at.Before(since)
 }
 
 // confirm asks the peers of r's key (primary key pkey) for a copy newer

@@ -157,3 +157,48 @@ func TestAnswersFromBeforeTheStartAreConfirmedOnlyForAMinute(t *testing.T) {
 		}
 	})
 }
+
+// TestAnAnswerFromBeforeAResumeIsConfirmedWithThePeers: a process that
+// was stopped long enough for its peers to declare it dead (Resumed) asks
+// them about its answers from before the resume, as a restarted one asks
+// about its file's, once per key and within confirmFor of the resume; an
+// answer it fetched since needs no ask, and a key asked about before the
+// stop is asked about again.
+func TestAnAnswerFromBeforeAResumeIsConfirmedWithThePeers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rg := newRig(t, testRoute())
+		fr := &fakeRecover{}
+		peers := true
+		restarted(t, rg, fr.recover, &peers)
+		var resumed time.Time
+		rg.engine.cfg.Resumed = func() time.Time { return resumed }
+		rg.serve(t, get("s/1")) // fetched since the start: no ask
+		rg.serve(t, get("s/2"))
+		time.Sleep(time.Second)
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "hello")
+		if fr.calls() != 0 {
+			t.Fatalf("peers asked %d times with no stop", fr.calls())
+		}
+		resumed = time.Now() // stopped, and resumed now; the peers' copy is newer
+		fr.entry = peerCopy(resumed.Add(-time.Millisecond))
+		time.Sleep(time.Second)
+		for range 2 {
+			wantResult(t, rg.serve(t, get("s/1")), Hit, "from a peer")
+		}
+		if fr.calls() != 1 {
+			t.Fatalf("peers asked %d times about s/1, want once", fr.calls())
+		}
+		time.Sleep(recheckEvery) // asks of one key are spaced by recheckEvery
+		resumed = time.Now()     // a second stop: s/1, asked about before it, is asked about again
+		time.Sleep(time.Second)
+		wantResult(t, rg.serve(t, get("s/1")), Hit, "from a peer")
+		if fr.calls() != 2 {
+			t.Fatalf("peers asked %d times, want again after the second stop", fr.calls())
+		}
+		time.Sleep(confirmFor) // past the window: s/2's own copy (stale by now) is fetched, not asked about
+		rg.serve(t, get("s/2"))
+		if fr.calls() != 2 {
+			t.Fatalf("peers asked %d times, want no ask past confirmFor", fr.calls())
+		}
+	})
+}

@@ -207,6 +207,11 @@ type Request struct {
 	InterimTo http.ResponseWriter
 	interim   *interimSink // set on the way to a fetch (sinkInterim)
 
+	// Relayed: a forward another node received and passed on to this
+	// one (peer.ForwardRequest.Relayed); api serves it where it arrives.
+	// Default false.
+	Relayed bool
+
 	// raw: Header is still the client's own (FromClient), received from
 	// remoteAddr, over TLS when https.
 	raw        bool

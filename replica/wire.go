@@ -31,7 +31,7 @@ func FromWire(e *peer.Entry) *store.Entry {
 // forwardRequestOf turns a parsed request into its wire form.
 func forwardRequestOf(r *proxy.Request) *peer.ForwardRequest {
 	return &peer.ForwardRequest{Route: r.Route, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery,
-		Header: r.Header, Body: r.Body}
+		Header: r.Header, Body: r.Body, Relayed: r.Relayed}
 }
 
 // responseOf turns an owner's wire answer back into a proxy.Response.
