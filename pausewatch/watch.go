@@ -126,7 +126,7 @@ func (w *Watch) Beat() {
 		w.resumed.Store(now)
 		w.stops.Add(1)
 		w.cfg.Logger.Warn("this process was stopped or stalled; the keys it owns go to their successors for a while",
-			"stopped_for", gap.Round(time.Millisecond), "hold", w.cfg.Hold)
+			"stopped_for", gap.Round(time.Millisecond).String(), "hold", w.cfg.Hold.String())
 	}
 }
 
