@@ -34,6 +34,14 @@ levee_queue_jobs{host="http://up:9000",state="queued"} 2
 levee_queue_jobs{host="http://up:9000",state="delayed"} 3
 levee_queue_jobs{host="http://other:9000",state="dead"} 1
 levee_queue_oldest_job_age_seconds 12.2
+# HELP levee_host_limit The limit this node applies to each upstream host.
+# TYPE levee_host_limit gauge
+levee_host_limit{host="http://up:9000",kind="rate"} 12.5
+levee_host_limit{host="http://up:9000",kind="inflight"} 8
+levee_host_limit{host="http://other:9000",kind="rate"} 25
+levee_host_limit{host="http://other:9000",kind="inflight"} 32
+levee_host_limit_learned{host="http://up:9000",kind="rate"} 15.25
+levee_host_limit_learned{host="http://up:9000",kind="inflight"} 10
 levee_build_info{go_version="go1.26.8",version="v1.2.3"} 1
 `
 )
@@ -190,13 +198,16 @@ func TestAdminCommands(t *testing.T) {
 				"health    ready; quorum reachable\n" +
 				"members   2 (1 alive, 1 dead)\n" +
 				"breakers  3 of 3 not closed: comments open, users half-open, orders open\n" +
-				"queue     5 waiting (2 queued, 3 delayed, 0 running), 1 dead, oldest 12s\n"},
+				"queue     5 waiting (2 queued, 3 delayed, 0 running), 1 dead, oldest 12s\n" +
+				"limit     http://other:9000: rate 25/s, inflight 32\n" +
+				"limit     http://up:9000: rate 12.5/s, inflight 8; last 429/503 at rate 15.25/s, inflight 10\n"},
 		{name: "status not ready, no queue", args: []string{"status"}, node: noQueueNotReady(notReady, noQueue),
 			wantHas: []string{"health    not ready: not on the ring yet; quorum reachable\n"}},
 		{name: "status without a queue", args: []string{"status"}, node: noQueue,
 			wantHas: []string{"breakers  3 of 3"}},
 		{name: "status -json", args: []string{"status", "-json"}, node: statusNode(),
-			wantHas: []string{`"cluster": {`, `"readyz": {`, `"breakers": [`, `"queue": {`, `"oldest_job_age_seconds": 12.2`, `"queued": 2`}},
+			wantHas: []string{`"cluster": {`, `"readyz": {`, `"breakers": [`, `"queue": {`, `"oldest_job_age_seconds": 12.2`, `"queued": 2`,
+				`"hosts": [`, `"host": "http://up:9000"`, `"learned": {`}},
 		{name: "owner", args: []string{"owner", "/comments/x?a=1", "-tenant", "acme"}, node: map[string]http.HandlerFunc{"GET /-/cluster/owner": reply(200, ownerDoc)},
 			wantCalls:  []string{"GET /-/cluster/owner?path=%2Fcomments%2Fx%3Fa%3D1&tenant=acme"},
 			wantStdout: "route     comments\nowner     n2\nreplicas  n2, n3\n"},

@@ -24,10 +24,13 @@ const statusUsage = `usage: levee status [-addr HOST:PORT] [-json]
 
 The node's view of the cluster on one screen: its name, the Raft leader
 and term, its health (readiness and quorum), members by state, breakers
-not closed, and the durable queue's depth when the node runs one.
-Reads GET /-/cluster, /-/readyz, /-/breakers and /metrics (no token
-needed). -json prints {"cluster", "readyz", "breakers", "queue"}: the
-node's own documents as it sent them.
+not closed, the durable queue's depth when the node runs one, and the
+limit it applies to each upstream host it called (the learned one for a
+host with adaptive: true, with the levels its last 429 or 503 came at;
+else its share of the hosts: caps). Reads GET /-/cluster, /-/readyz,
+/-/breakers and /metrics (no token needed). -json prints {"cluster",
+"readyz", "breakers", "queue", "hosts"}: the node's own documents as it
+sent them, and the parts read from /metrics.
 ` + adminFlagsText + exitCodesText
 
 const membersUsage = `usage: levee members [-addr HOST:PORT] [-json]
@@ -203,6 +206,7 @@ type nodeStatus struct {
 	brkRaw     json.RawMessage
 	brkErr     error
 	queue      *queueDepth // nil: the node reports no queue
+	hosts      []hostLimit // nil: no host limit reported
 }
 
 func gatherStatus(cl *adminClient) (*nodeStatus, error) {
@@ -220,6 +224,7 @@ func gatherStatus(cl *adminClient) (*nodeStatus, error) {
 	s.brkRaw, s.brkErr = cl.getJSON(http.MethodGet, "/-/breakers", nil, &s.breakers)
 	if text, err := cl.call(http.MethodGet, "/metrics", nil); err == nil {
 		s.queue = queueFromMetrics(text)
+		s.hosts = hostLimitsFromMetrics(text)
 	}
 	return s, nil
 }
@@ -235,6 +240,9 @@ func (s *nodeStatus) doc() map[string]any {
 	}
 	if s.queue != nil {
 		out["queue"] = s.queue
+	}
+	if s.hosts != nil {
+		out["hosts"] = s.hosts
 	}
 	return out
 }
@@ -254,6 +262,9 @@ func (s *nodeStatus) rows() [][]string {
 	}
 	if s.queue != nil {
 		rows = append(rows, []string{"queue", s.queue.String()})
+	}
+	for _, h := range s.hosts {
+		rows = append(rows, []string{"limit", h.Host + ": " + h.String()})
 	}
 	return rows
 }
