@@ -294,8 +294,9 @@ func (s *Server) peerOnly(h func(w http.ResponseWriter, r *http.Request, body []
 }
 
 // serveForward serves a request a non-owner handed over. It is served HERE,
-// never forwarded again, even if this node's ring disagrees about ownership
-// (rings converge; a forwarding loop would not).
+// even if this node's ring disagrees about ownership (rings converge; a
+// forwarding loop would not), except on a node held after a stop, which
+// passes it on once to the key's successor (serveOrRelay, standin.go).
 func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, b []byte) error {
 	var fr peer.ForwardRequest
 	if err := peer.Decode(b, &fr); err != nil {

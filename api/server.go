@@ -82,8 +82,8 @@ type Config struct {
 	Peers Peers
 	// Held reports that this node was stopped moments ago, long enough
 	// for its peers to have taken it for dead (pausewatch.Watch.Held):
-	// while it is, the reads of keys it owns go to their stand-in (see
-	// standIn). Default nil: never held.
+	// while it is, the requests for keys it owns go to their successor
+	// (see standIn). Default nil: never held.
 	Held func() bool
 	// Joined waits until this node has joined its cluster, or has waited
 	// as long as its readiness does (mesh.Mesh.WaitJoined): a data

@@ -3,14 +3,13 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/levee/levee/peer"
 	"github.com/levee/levee/proxy"
 )
 
-// The stand-in: a node that was stopped (SIGSTOP, a frozen VM) long
-// enough for its peers to declare it dead finds, as it resumes, that
+// The stand-in: a node that was stopped (SIGSTOP, a frozen container)
+// long enough for its peers to declare it dead finds, as it resumes, that
 // nothing in its own state says so: its ring still gives it its keys, and
 // the requests queued in its sockets are served at once. Its peers
 // meanwhile gave its keys to their successors, which fetched them and go
@@ -18,17 +17,21 @@ import (
 // later. For that second each key had two owners, and each fetched it (a
 // soak's coalescing failures at the end of every pause window since the
 // fourth, docs/chaos.md). So while Config.Held says the node was stopped
-// moments ago, a read of a key it owns goes to the key's successor, the
-// node its peers used meanwhile, and a read its peers forwarded to it is
-// passed on there too (Relayed, once: a relayed read is served where it
-// arrives). Both meet in the successor's one fetch, and by the end of the
-// hold the successor has handed its copies back (replica's hand-off) and
-// the node confirms its older ones with its peers (proxy's confirm). Only
-// reads move: a write has no fetch to share, and its rules on a failed
-// forward (fallback) are the owner's.
+// moments ago, it owns nothing: a request for a key it owns goes to the
+// key's successor, the node its peers used meanwhile, and one its peers
+// forwarded to it is passed on there too (Relayed, once: a relayed
+// request is served where it arrives). Every node's requests for the key
+// meet in the successor's one fetch, and a write runs where the reads
+// that follow it are served, so they never read the copy it replaced
+// (the successor removes it at once; other nodes hear of it
+// asynchronously). By the end of the hold the successor has handed its
+// copies back (replica's hand-off) and the node confirms its older ones
+// with its peers (proxy's confirm). A successor that refuses or fails is
+// met as a failing owner is (successor, fallback): the request is served
+// here, without upstream attempts if it may have run there.
 
-// standIn is where req, whose key this node owns, is served: here, or
-// while the node is held, on the key's successor (name, false).
+// standIn is where req, whose key this node owns, is served: here
+// (self), or while the node is held, the key's successor.
 func (s *Server) standIn(key string, req *proxy.Request) (node string, self bool) {
 	if next := s.successorWhileHeld(key, req); next != "" {
 		return next, false
@@ -37,9 +40,9 @@ func (s *Server) standIn(key string, req *proxy.Request) (node string, self bool
 }
 
 // successorWhileHeld is the node after this one in key's succession when
-// req is a read this node, held, should pass on; "" otherwise.
+// this node is held and req was not relayed to it; "" otherwise.
 func (s *Server) successorWhileHeld(key string, req *proxy.Request) string {
-	if s.cfg.Held == nil || req.Relayed || !isRead(req.Method) || !s.cfg.Held() {
+	if s.cfg.Held == nil || req.Relayed || !s.cfg.Held() {
 		return ""
 	}
 	for _, n := range s.cfg.Peers.Succession(key) {
@@ -50,40 +53,42 @@ func (s *Server) successorWhileHeld(key string, req *proxy.Request) string {
 	return ""
 }
 
-// serveOrRelay serves a forward a peer sent this node (req, relayed when that
-// peer was itself passing it on): on the key's successor while this node
-// is held and owns the key (see standIn), else here. A relay the
-// successor does not answer is served here, as it would have been.
+// serveOrRelay serves a forward a peer sent this node (req; relayed when
+// that peer was itself passing it on): on the key's successor while this
+// node is held and owns the key (see standIn), else here. A relay the
+// successor did not take is served here as fallback serves a failed
+// forward: in full if it never left, else only where running it again
+// cannot double a write, and without upstream attempts (the successor may
+// have spent them).
 func (s *Server) serveOrRelay(ctx context.Context, req *proxy.Request, relayed bool) (*proxy.Response, error) {
 	req.Relayed = relayed
-	if next := s.relayTarget(req); next != "" {
-		key, _ := s.cfg.Engine.RoutingKey(req) // relayTarget computed it without error
-		req.Relayed = true
-		resp, err := s.cfg.Peers.Forward(ctx, next, key, req)
-		var remote *peer.RemoteError
-		if err == nil || errors.As(err, &remote) || ctx.Err() != nil {
-			return resp, err
-		}
-		s.cfg.Logger.Warn("relay to the stand-in failed; serving here", "to", next, "route", req.Route, "err", err)
+	next, key := s.relayTarget(req)
+	if next == "" {
+		return s.cfg.Engine.Serve(ctx, req)
 	}
-	return s.cfg.Engine.Serve(ctx, req)
+	req.Relayed = true
+	resp, err := s.cfg.Peers.Forward(ctx, next, key, req)
+	var remote *peer.RemoteError
+	if err == nil || errors.As(err, &remote) || ctx.Err() != nil {
+		return resp, err
+	}
+	resp, _, err = s.fallback(ctx, next, req, err)
+	return resp, err
 }
 
-// relayTarget is the successor a forward should be relayed to: a read of a
-// key this held node owns, not relayed already; "" otherwise.
-func (s *Server) relayTarget(req *proxy.Request) string {
-	if s.cfg.Peers == nil || s.cfg.Held == nil || req.Relayed || !isRead(req.Method) || !s.cfg.Held() {
-		return ""
+// relayTarget is the successor a forward should be relayed to, with the
+// request's routing key: a request for a key this held node owns, not
+// relayed already; "" otherwise.
+func (s *Server) relayTarget(req *proxy.Request) (node, key string) {
+	if s.cfg.Peers == nil || s.cfg.Held == nil || req.Relayed || !s.cfg.Held() {
+		return "", ""
 	}
 	key, err := s.cfg.Engine.RoutingKey(req)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	if _, self := s.cfg.Peers.Owner(key); !self {
-		return ""
+		return "", ""
 	}
-	return s.successorWhileHeld(key, req)
+	return s.successorWhileHeld(key, req), key
 }
-
-// isRead: the methods the stand-in rule moves.
-func isRead(method string) bool { return method == http.MethodGet || method == http.MethodHead }

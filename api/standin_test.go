@@ -14,15 +14,18 @@ import (
 	"github.com/levee/levee/peer"
 )
 
-// TestAHeldOwnerSendsItsReadsToTheKeysSuccessor: while this node was
-// stopped moments ago (Held), a read of a key it owns goes to the key's
-// successor, the node its peers gave the key to meanwhile, so both meet
-// in one fetch; a write is served here, as an owner serves it; once the
-// hold ends, reads are served here again. A successor that refuses is
-// passed over as for a gone owner, and with nobody after it the read is
-// served here.
-func TestAHeldOwnerSendsItsReadsToTheKeysSuccessor(t *testing.T) {
+// TestAHeldOwnerSendsItsRequestsToTheKeysSuccessor: while this node was
+// stopped moments ago (Held), a request for a key it owns, read or write,
+// goes to the key's successor, the node its peers gave the key to
+// meanwhile, so every node's requests meet there; once the hold ends,
+// they are served here again. A successor that refuses is met as a gone
+// owner is: the next in succession is this node, which serves in full
+// (nothing ran); one that may have run the request (a timeout) is met as
+// fallback meets it: a read is served here from what is held, without
+// upstream attempts.
+func TestAHeldOwnerSendsItsRequestsToTheKeysSuccessor(t *testing.T) {
 	refused := fmt.Errorf("%w: %w: %w: n2: dial tcp: connection refused", peer.ErrUnreachable, peer.ErrNotSent, peer.ErrRefused)
+	timeout := fmt.Errorf("%w: %w: n2: Client.Timeout exceeded", peer.ErrUnreachable, peer.ErrTimeout)
 	tests := []struct {
 		name       string
 		method     string
@@ -31,28 +34,28 @@ func TestAHeldOwnerSendsItsReadsToTheKeysSuccessor(t *testing.T) {
 		errs       map[string]error
 		wantOwner  string
 		wantTo     []string
-		wantEngine int
+		wantBounds []int // the attempt bounds the engine served under here (-1: none); nil: not served here
 	}{
-		{"held: a GET goes to the successor", http.MethodGet, true, []string{"n1", "n2", "n3"}, nil, "n2", []string{"n2"}, 0},
-		{"held: a HEAD goes to the successor", http.MethodHead, true, []string{"n1", "n2", "n3"}, nil, "n2", []string{"n2"}, 0},
-		{"held: a write is served here", http.MethodPut, true, []string{"n1", "n2", "n3"}, nil, "n1", nil, 1},
-		{"not held: a GET is served here", http.MethodGet, false, []string{"n1", "n2", "n3"}, nil, "n1", nil, 1},
-		{"held and alone: served here", http.MethodGet, true, []string{"n1"}, nil, "n1", nil, 1},
-		{"held, the successor refuses: served here (next is this node)", http.MethodGet, true, []string{"n1", "n2", "n3"},
-			map[string]error{"n2": refused}, "n1", []string{"n2"}, 1},
+		{"held: a GET goes to the successor", http.MethodGet, true, []string{"n1", "n2", "n3"}, nil, "n2", []string{"n2"}, nil},
+		{"held: a HEAD goes to the successor", http.MethodHead, true, []string{"n1", "n2", "n3"}, nil, "n2", []string{"n2"}, nil},
+		{"held: a write goes to the successor", http.MethodPut, true, []string{"n1", "n2", "n3"}, nil, "n2", []string{"n2"}, nil},
+		{"not held: a GET is served here", http.MethodGet, false, []string{"n1", "n2", "n3"}, nil, "n1", nil, []int{-1}},
+		{"held and alone: served here", http.MethodGet, true, []string{"n1"}, nil, "n1", nil, []int{-1}},
+		{"held, the successor refuses: served here in full", http.MethodGet, true, []string{"n1", "n2", "n3"},
+			map[string]error{"n2": refused}, "n1", []string{"n2"}, []int{-1}},
+		{"held, the successor times out: served here without attempts", http.MethodGet, true, []string{"n1", "n2", "n3"},
+			map[string]error{"n2": timeout}, "n1", []string{"n2"}, []int{0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng := &fakeEngine{resp: okResponse()}
+			eng := &attemptsEngine{fakeEngine: fakeEngine{resp: okResponse()}}
 			peers := &fakePeers{owner: "n1", self: true, succession: tt.succession, errs: tt.errs, resp: okResponse()}
-			s := newTestServer(t, eng, func(c *Config) {
-				c.Peers, c.Held = peers, func() bool { return tt.held }
+			s := newTestServer(t, &eng.fakeEngine, func(c *Config) {
+				c.Engine, c.Peers, c.Held = eng, peers, func() bool { return tt.held }
 			})
-			var body *strings.Reader
+			body := strings.NewReader("")
 			if tt.method == http.MethodPut {
 				body = strings.NewReader("{}")
-			} else {
-				body = strings.NewReader("")
 			}
 			w := serve(t, s, httptest.NewRequest(tt.method, "/comments/x", body))
 			if w.Code != http.StatusOK {
@@ -65,45 +68,53 @@ func TestAHeldOwnerSendsItsReadsToTheKeysSuccessor(t *testing.T) {
 				t.Errorf("forwarded to %v, want %v", peers.to, tt.wantTo)
 			}
 			if slices.Contains(peers.relayed, true) {
-				t.Errorf("a client's read went out marked relayed: %v", peers.relayed)
+				t.Errorf("a client's request went out marked relayed: %v", peers.relayed)
 			}
-			if n := len(eng.requests()); n != tt.wantEngine {
-				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
+			if !slices.Equal(eng.bounds, tt.wantBounds) {
+				t.Errorf("served here under attempt bounds %v, want %v", eng.bounds, tt.wantBounds)
 			}
 		})
 	}
 }
 
-// TestAHeldOwnerRelaysForwardedReadsOnce: a read a peer forwarded to a
-// held owner (the peer already sees it back; the successor still owns the
-// key) goes on to the successor marked relayed, so both meet there; a
-// relayed read is served where it arrives, held or not, so two held
-// nodes cannot pass it between them; a relay the successor does not take
-// is served here.
-func TestAHeldOwnerRelaysForwardedReadsOnce(t *testing.T) {
-	timeout := fmt.Errorf("%w: n2: context deadline exceeded", peer.ErrUnreachable)
+// TestAHeldOwnerRelaysForwardedRequestsOnce: a request a peer forwarded
+// to a held owner (the peer already sees it back; the successor still
+// owns the key) goes on to the successor marked relayed, so both meet
+// there; a relayed request is served where it arrives, held or not, so
+// two held nodes cannot pass it between them. A relay the successor
+// refused is served here in full; one it may have run (a timeout), as
+// fallback serves it: a read without upstream attempts, a write not at
+// all (outcome unknown).
+func TestAHeldOwnerRelaysForwardedRequestsOnce(t *testing.T) {
+	timeout := fmt.Errorf("%w: %w: n2: Client.Timeout exceeded", peer.ErrUnreachable, peer.ErrTimeout)
+	refused := fmt.Errorf("%w: %w: %w: n2: dial tcp: connection refused", peer.ErrUnreachable, peer.ErrNotSent, peer.ErrRefused)
 	tests := []struct {
 		name       string
+		method     string
 		held       bool
 		relayed    bool
 		errs       map[string]error
 		wantTo     []string
-		wantEngine int
+		wantBounds []int
+		wantErr    int // the problem status relayed back; 0: an answer
 	}{
-		{"held: relayed to the successor", true, false, nil, []string{"n2"}, 0},
-		{"held, already relayed: served here", true, true, nil, nil, 1},
-		{"not held: served here", false, false, nil, nil, 1},
-		{"held, the successor times out: served here", true, false, map[string]error{"n2": timeout}, []string{"n2"}, 1},
+		{"held: a read is relayed to the successor", http.MethodGet, true, false, nil, []string{"n2"}, nil, 0},
+		{"held: a write is relayed to the successor", http.MethodPost, true, false, nil, []string{"n2"}, nil, 0},
+		{"held, already relayed: served here", http.MethodGet, true, true, nil, nil, []int{-1}, 0},
+		{"not held: served here", http.MethodGet, false, false, nil, nil, []int{-1}, 0},
+		{"held, the successor refuses: served here in full", http.MethodPost, true, false, map[string]error{"n2": refused}, []string{"n2"}, []int{-1}, 0},
+		{"held, the successor times out on a read: served here without attempts", http.MethodGet, true, false, map[string]error{"n2": timeout}, []string{"n2"}, []int{0}, 0},
+		{"held, the successor times out on a write: outcome unknown", http.MethodPost, true, false, map[string]error{"n2": timeout}, []string{"n2"}, nil, http.StatusGatewayTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng := &fakeEngine{resp: okResponse()}
+			eng := &attemptsEngine{fakeEngine: fakeEngine{resp: okResponse()}}
 			peers := &fakePeers{owner: "n1", self: true, succession: []string{"n1", "n2", "n3"}, errs: tt.errs, resp: okResponse()}
-			s := newTestServer(t, eng, func(c *Config) {
-				c.Peers, c.Held = peers, func() bool { return tt.held }
+			s := newTestServer(t, &eng.fakeEngine, func(c *Config) {
+				c.Engine, c.Peers, c.Held = eng, peers, func() bool { return tt.held }
 			})
 			h := s.PeerHandler(PeerConfig{})
-			fwd, err := peer.Encode(&peer.ForwardRequest{V: peer.Version, From: "n3", Route: "comments", Method: http.MethodGet,
+			fwd, err := peer.Encode(&peer.ForwardRequest{V: peer.Version, From: "n3", Route: "comments", Method: tt.method,
 				Path: "x", Relayed: tt.relayed})
 			if err != nil {
 				t.Fatal(err)
@@ -113,8 +124,14 @@ func TestAHeldOwnerRelaysForwardedReadsOnce(t *testing.T) {
 				t.Fatalf("forward: %d %s", w.Code, w.Body)
 			}
 			var out peer.ForwardResponse
-			if err := peer.Decode(w.Body.Bytes(), &out); err != nil || out.Err != nil || out.Status != http.StatusOK {
-				t.Fatalf("forward answer %+v, %v", out, err)
+			if err := peer.Decode(w.Body.Bytes(), &out); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tt.wantErr == 0 && (out.Err != nil || out.Status != http.StatusOK):
+				t.Fatalf("forward answer %+v, want 200", out)
+			case tt.wantErr != 0 && (out.Err == nil || out.Err.Status != tt.wantErr):
+				t.Fatalf("forward answer %+v, want problem %d", out, tt.wantErr)
 			}
 			if !slices.Equal(peers.to, tt.wantTo) {
 				t.Errorf("relayed to %v, want %v", peers.to, tt.wantTo)
@@ -124,8 +141,8 @@ func TestAHeldOwnerRelaysForwardedReadsOnce(t *testing.T) {
 					t.Errorf("relay %d to %s not marked relayed", i, peers.to[i])
 				}
 			}
-			if n := len(eng.requests()); n != tt.wantEngine {
-				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
+			if !slices.Equal(eng.bounds, tt.wantBounds) {
+				t.Errorf("served here under attempt bounds %v, want %v", eng.bounds, tt.wantBounds)
 			}
 		})
 	}

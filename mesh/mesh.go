@@ -76,6 +76,8 @@ type Mesh struct {
 	started      atomic.Int64  // UnixNano of Start on now; 0 before
 	joined       chan struct{} // closed once Ready first said yes (WaitJoined)
 	joinedOnce   sync.Once
+	begun        chan struct{} // closed by Start, once gossip runs
+	begunOnce    sync.Once
 }
 
 // JoinGrace bounds how long a node with gossip seeds (node.join) stays
@@ -103,7 +105,7 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 		d.Now = time.Now
 	}
 	m := &Mesh{Membership: ml, Ring: rg, node: cfg.Node, log: d.Logger, leaveTimeout: mc.Timings.LeaveTimeout, now: d.Now,
-		joined: make(chan struct{})}
+		joined: make(chan struct{}), begun: make(chan struct{})}
 	m.Client = peer.NewClient(peer.ClientConfig{
 		Self: cfg.Node.Name, Timeout: cfg.Cluster.ForwardTimeout.D(), Wrap: d.WrapTransport, HTTP2: true,
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -132,14 +134,21 @@ func New(cfg *config.Config, d Deps) (*Mesh, error) {
 }
 
 // pauseConfig watches for a stop as long as the shortest in which gossip
-// may declare this node dead (SuspicionMult × ProbeInterval: LAN 4 s),
-// and holds for that plus a hand-off round (LAN 3 s): by then the peers
-// have heard the node is back (a refutation spreads in a few gossip
-// rounds) and handed its keys' newer copies back.
+// may declare this node dead (SuspicionMult × ProbeInterval: LAN 4 s), at
+// least minPauseGap, and holds for that plus a hand-off round (LAN 3 s):
+// by then the peers have heard the node is back (a refutation spreads in
+// a few gossip rounds) and handed its keys' newer copies back.
 func pauseConfig(t cluster.Timings, handoff time.Duration, log *slog.Logger) pausewatch.Config {
-	gap := time.Duration(t.SuspicionMult) * t.ProbeInterval
+	gap := max(time.Duration(t.SuspicionMult)*t.ProbeInterval, minPauseGap)
 	return pausewatch.Config{Gap: gap, Hold: gap + handoff, Logger: log.With("subsystem", "pausewatch")}
 }
+
+// minPauseGap is the shortest stop a node takes for one: test timings
+// declare a peer dead in 200 ms, and a test process under the race
+// detector on a busy machine can stall a goroutine for longer, which
+// would hold its node and move its keys mid-test for nothing a LAN's
+// timings (4 s) would ever see.
+const minPauseGap = 2 * time.Second
 
 // membershipConfig is cluster.MembershipConfig from the node's
 // configuration; the API, Raft and peer addresses are advertised at
@@ -172,6 +181,7 @@ func (m *Mesh) Start(ctx context.Context, httpAddr, raftAddr, peerAddr string, h
 	}
 	m.Replicator.Start()
 	m.Pause.Start()
+	m.begunOnce.Do(func() { close(m.begun) })
 	m.noteJoined()
 	return nil
 }
@@ -182,19 +192,26 @@ func (m *Mesh) Start(ctx context.Context, httpAddr, raftAddr, peerAddr string, h
 // joined, a node's ring holds itself alone, and it would own every key,
 // fetching keys their owners hold fresh (a soak's coalescing failure: a
 // restarted node fetched a key 0.5 s before its owner did, docs/chaos.md).
+// The app port opens before gossip starts (the node opens Raft's store
+// first), so a request may come before Start: it waits for Start, then
+// as above.
 func (m *Mesh) WaitJoined(ctx context.Context) error {
 	select {
 	case <-m.joined:
 		return nil
 	default:
 	}
+	select {
+	case <-m.begun:
+	case <-m.joined:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	if m.noteJoined() {
 		return nil
 	}
-	left := JoinGrace
-	if started := m.started.Load(); started != 0 {
-		left -= m.now().Sub(time.Unix(0, started))
-	}
+	left := JoinGrace - m.now().Sub(time.Unix(0, m.started.Load()))
 	if left <= 0 {
 		return nil
 	}

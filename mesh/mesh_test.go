@@ -79,7 +79,8 @@ func TestReadyWaitsForAPeerOfItsSeedsWithinTheJoinGrace(t *testing.T) {
 // TestWaitJoinedHoldsARequestUntilThePeersAreFound: a node with seeds,
 // alone on its ring, holds a request until a peer joins it (then every
 // later request passes at once), or its client gives up first; with the
-// join grace over it waits no more.
+// join grace over it waits no more. Before gossip starts, a request
+// waits for the start, seeds or not.
 func TestWaitJoinedHoldsARequestUntilThePeersAreFound(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	newMesh := func(t *testing.T, since time.Duration) *Mesh {
@@ -92,8 +93,9 @@ func TestWaitJoinedHoldsARequestUntilThePeersAreFound(t *testing.T) {
 		}
 		now := t0.Add(since)
 		m := &Mesh{Ring: rg, node: config.Node{Name: "n1", Join: []string{"n2:7946"}}, now: func() time.Time { return now },
-			joined: make(chan struct{}), log: slog.New(slog.DiscardHandler)}
+			joined: make(chan struct{}), begun: make(chan struct{}), log: slog.New(slog.DiscardHandler)}
 		m.started.Store(t0.UnixNano())
+		close(m.begun)
 		return m
 	}
 	t.Run("a peer joins", func(t *testing.T) {
@@ -122,6 +124,26 @@ func TestWaitJoinedHoldsARequestUntilThePeersAreFound(t *testing.T) {
 		defer cancel()
 		if err := m.WaitJoined(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WaitJoined = %v, want the client's deadline", err)
+		}
+	})
+	t.Run("before gossip starts, even without seeds", func(t *testing.T) {
+		rg, err := ring.New(ring.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &Mesh{Ring: rg, node: config.Node{Name: "n1"}, now: time.Now, joined: make(chan struct{}), begun: make(chan struct{})}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		defer cancel()
+		if err := m.WaitJoined(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("WaitJoined before Start = %v, want the client's deadline", err)
+		}
+		if err := rg.Add("n1"); err != nil { // Start: gossip runs, the node is on its ring
+			t.Fatal(err)
+		}
+		m.started.Store(time.Now().UnixNano())
+		close(m.begun)
+		if err := m.WaitJoined(t.Context()); err != nil {
+			t.Fatalf("WaitJoined after Start without seeds = %v", err)
 		}
 	})
 	t.Run("the join grace is over", func(t *testing.T) {

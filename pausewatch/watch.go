@@ -53,14 +53,17 @@ type Watch struct {
 	cfg  Config
 	base time.Time // the monotonic origin of the stamps below
 
-	last    atomic.Int64 // the last beat, ns since base
-	resumed atomic.Int64 // the beat that saw the last stop, ns since base; 0: none
-	stops   atomic.Uint64
-	beating atomic.Bool // Start ran: a beat older than Gap is a stop not yet seen
+	last     atomic.Int64 // the last beat, ns since base
+	lastWall atomic.Int64 // the last beat on the wall clock, UnixNano
+	resumed  atomic.Int64 // the beat that saw the last stop, ns since base; 0: none
+	stops    atomic.Uint64
+	beating  atomic.Bool // Start ran, Close not: a beat older than Gap is a stop not yet seen
 
-	once sync.Once
-	stop context.CancelFunc
-	done chan struct{}
+	mu      sync.Mutex // guards the lifecycle below
+	started bool
+	closed  bool
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
 // New returns a Watch for cfg that has beaten once, now. It starts no
@@ -80,14 +83,24 @@ func New(cfg Config) (*Watch, error) {
 	}
 	w := &Watch{cfg: cfg, base: cfg.Now(), done: make(chan struct{})}
 	w.last.Store(1) // the first beat, at base (0 means none)
+	w.lastWall.Store(w.base.UnixNano())
 	return w, nil
 }
 
-// Start beats every Tick until Close.
+// Start beats every Tick until Close. A second Start, or one after Close,
+// does nothing.
 func (w *Watch) Start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started || w.closed {
+		return
+	}
+	w.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop = cancel
-	w.last.Store(w.since())
+	now := w.cfg.Now()
+	w.last.Store(w.sinceAt(now))
+	w.lastWall.Store(now.UnixNano())
 	w.beating.Store(true)
 	go func() {
 		defer close(w.done)
@@ -107,22 +120,36 @@ func (w *Watch) Start() {
 // Close stops the beating started by Start and waits for it. Safe to call
 // twice, and without Start.
 func (w *Watch) Close() {
-	w.once.Do(func() {
-		if w.stop == nil {
-			return
-		}
-		w.stop()
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	stop := w.stop
+	w.mu.Unlock()
+	w.beating.Store(false)
+	if stop != nil {
+		stop()
 		<-w.done
-	})
+	}
 }
 
 // Beat records a beat at Now; a gap of more than Gap since the last one is
 // a stop, which holds the Watch for Hold from now. Start calls it every
 // Tick; tests call it on their own clock.
+//
+// The gap is the larger of the monotonic clock's and the wall clock's: a
+// SIGSTOP or a frozen container moves both, but a suspended or paused VM
+// may stop the monotonic clock (Linux's CLOCK_MONOTONIC does not count a
+// suspend) while the peers' clocks, and the wall clock once corrected,
+// went on. A wall-clock step forward (NTP) past Gap is taken for a stop
+// too, which costs a hold and nothing else.
 func (w *Watch) Beat() {
-	now := w.since()
-	prev := w.last.Swap(now)
-	if gap := time.Duration(now - prev); gap > w.cfg.Gap {
+	at := w.cfg.Now()
+	now, wall := w.sinceAt(at), at.UnixNano()
+	prev, prevWall := w.last.Swap(now), w.lastWall.Swap(wall)
+	if gap := time.Duration(max(now-prev, wall-prevWall)); gap > w.cfg.Gap {
 		w.resumed.Store(now)
 		w.stops.Add(1)
 		w.cfg.Logger.Warn("this process was stopped or stalled; the keys it owns go to their successors for a while",
@@ -163,6 +190,9 @@ func (w *Watch) unseen(now int64) bool {
 func (w *Watch) Stops() uint64 { return w.stops.Load() }
 
 // since is Now as ns since base, at least 1 (0 marks "none").
-func (w *Watch) since() int64 {
-	return max(int64(w.cfg.Now().Sub(w.base)), 1)
+func (w *Watch) since() int64 { return w.sinceAt(w.cfg.Now()) }
+
+// sinceAt is t as ns since base, at least 1.
+func (w *Watch) sinceAt(t time.Time) int64 {
+	return max(int64(t.Sub(w.base)), 1)
 }

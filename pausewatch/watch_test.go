@@ -161,17 +161,27 @@ func TestAStopIsHeldBeforeItsBeatRunsOnceStarted(t *testing.T) {
 	})
 }
 
-func TestCloseIsSafeTwiceAndWithoutStart(t *testing.T) {
+// TestCloseIsSafeTwiceAndEndsTheWatch: Close without Start, twice, or
+// after Start is safe; a closed Watch is never held by its silent beat,
+// and a Start after Close starts nothing (goleak, TestMain).
+func TestCloseIsSafeTwiceAndEndsTheWatch(t *testing.T) {
 	w, err := New(Config{Gap: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
 	w.Close()
-	w2, _ := New(Config{Gap: time.Second})
+	c := newClock()
+	w2, _ := New(Config{Gap: time.Second, Now: c.Now})
+	w2.Start()
 	w2.Start()
 	w2.Close()
 	w2.Close()
+	c.advance(5 * time.Second)
+	if w2.Held() {
+		t.Fatal("a closed Watch is held by the beats it no longer makes")
+	}
+	w2.Start()
 }
 
 func TestValidateRefusesWhatCannotRun(t *testing.T) {

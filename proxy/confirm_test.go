@@ -188,6 +188,11 @@ func TestAnAnswerFromBeforeAResumeIsConfirmedWithThePeers(t *testing.T) {
 		if fr.calls() != 1 {
 			t.Fatalf("peers asked %d times about s/1, want once", fr.calls())
 		}
+		rg.serve(t, get("s/3")) // fetched since the resume: no ask
+		wantResult(t, rg.serve(t, get("s/3")), Hit, "hello")
+		if fr.calls() != 1 {
+			t.Fatalf("peers asked %d times, want none about an answer fetched since the resume", fr.calls())
+		}
 		time.Sleep(recheckEvery) // asks of one key are spaced by recheckEvery
 		resumed = time.Now()     // a second stop: s/1, asked about before it, is asked about again
 		time.Sleep(time.Second)
