@@ -15,7 +15,7 @@ import (
 // cache.
 func (n *Node) operatorPage(views func() []breaker.View) http.Handler {
 	src := ui.Source{Status: n.status, Routes: routecfg.Infos(n.cfg), Breakers: views, History: &n.history,
-		Hosts: n.metrics.Hosts, Paused: n.pauses.Paused, Queue: n.jobs.Service.Table.Stats, Now: n.opts.Now}
+		Hosts: n.metrics.Hosts, Paused: n.pauses.Paused, Limits: n.upstream.HostLimits, Queue: n.jobs.Service.Table.Stats, Now: n.opts.Now}
 	src.Cache = func() ui.Cache {
 		st := n.cache.Stats()
 		hits, misses := n.metrics.CacheAnswers()

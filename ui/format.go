@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ var funcs = template.FuncMap{
 	"clock": clock,
 	"iso":   iso,
 	"num":   num,
+	"limit": limitText,
 	"avg":   avg,
 	"jobs":  jobStates,
 	"dead":  func(m map[queue.State]int) int { return m[queue.Dead] },
@@ -114,4 +116,20 @@ func jobStates(m map[queue.State]int) []stateCount {
 type stateCount struct {
 	State queue.State
 	N     int
+}
+
+// limitText is a host's limit as the page prints it, "12.5/s · 8 in
+// flight", or "–" when there is none.
+func limitText(m map[string]float64) string {
+	var parts []string
+	if v, ok := m["rate"]; ok {
+		parts = append(parts, strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)+"/s")
+	}
+	if v, ok := m["inflight"]; ok {
+		parts = append(parts, strconv.FormatFloat(math.Round(v), 'f', -1, 64)+" in flight")
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, " · ")
 }

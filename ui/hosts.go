@@ -17,20 +17,29 @@ func (src Source) hosts() []Host {
 	if src.Paused != nil {
 		paused = src.Paused()
 	}
+	var limits, learned map[string]map[string]float64
+	if src.Limits != nil {
+		limits, learned = src.Limits()
+	}
 	routeHosts := make([]string, 0, len(src.Routes))
 	for _, rt := range src.Routes {
 		if rt.Host != "" {
 			routeHosts = append(routeHosts, rt.Host)
 		}
 	}
-	return hostsOf(counters, routeHosts, paused)
+	out := hostsOf(counters, routeHosts, paused, limits)
+	for i := range out {
+		out[i].Limit, out[i].Learned = limits[out[i].Host], learned[out[i].Host]
+	}
+	return out
 }
 
 // hostsOf is every upstream host the page shows, each with this node's
 // counters of it and its pause: the hosts counters names (this node called
-// them), routeHosts (the routes' own, shown before any call) and any host
-// in paused (the cluster paused it, whoever called).
-func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time) []Host {
+// them), routeHosts (the routes' own, shown before any call), any host in
+// paused (the cluster paused it, whoever called) and any with a limit.
+func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time,
+	limits map[string]map[string]float64) []Host {
 	all := make(map[string]metrics.HostCounters, len(counters)+len(routeHosts))
 	for h, c := range counters {
 		all[h] = *c
@@ -39,6 +48,9 @@ func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, pau
 		all[h] = all[h]
 	}
 	for h := range paused {
+		all[h] = all[h]
+	}
+	for h := range limits {
 		all[h] = all[h]
 	}
 	out := make([]Host, 0, len(all))

@@ -11,9 +11,9 @@ import (
 )
 
 // TestTheHostsAreTheCalledRoutedAndPausedOnesOnce: a host this node
-// called, one only a route names (shown before any call) and one only a
-// pause names each appear once, with their counters and pause; a route
-// without a host adds none.
+// called, one only a route names (shown before any call), one only a
+// pause names and one only a limit names each appear once, with their
+// counters, pause and limits; a route without a host adds none.
 func TestTheHostsAreTheCalledRoutedAndPausedOnesOnce(t *testing.T) {
 	until := time.Unix(1_800_000_000, 0)
 	src := Source{
@@ -22,11 +22,18 @@ func TestTheHostsAreTheCalledRoutedAndPausedOnesOnce(t *testing.T) {
 			return map[string]*metrics.HostCounters{"api.a:443": {Attempts: 7}}
 		},
 		Paused: func() map[string]time.Time { return map[string]time.Time{"api.c:443": until} },
+		Limits: func() (limits, learned map[string]map[string]float64) {
+			return map[string]map[string]float64{"api.a:443": {"rate": 5, "inflight": 4}, "api.d:443": {"rate": 1}},
+				map[string]map[string]float64{"api.a:443": {"rate": 6}}
+		},
 	}
 	got := src.hosts()
 	slices.SortFunc(got, func(x, y Host) int { return cmp.Compare(x.Host, y.Host) })
-	if len(got) != 3 {
-		t.Fatalf("hosts = %+v, want a, b and c once each", got)
+	if len(got) != 4 {
+		t.Fatalf("hosts = %+v, want a, b, c and d once each", got)
+	}
+	if got[0].Limit["rate"] != 5 || got[0].Learned["rate"] != 6 || got[3].Host != "api.d:443" || got[3].Limit["rate"] != 1 || got[3].Learned != nil {
+		t.Errorf("limits: %+v and %+v", got[0], got[3])
 	}
 	if got[0].Host != "api.a:443" || got[0].Attempts != 7 || !got[0].PausedUntil.IsZero() {
 		t.Errorf("called host: %+v", got[0])

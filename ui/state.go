@@ -37,6 +37,11 @@ type Source struct {
 	// Paused are the hosts paused now, by the cluster or this node, with
 	// when each pause ends (pacing.Pauser.Paused). Default nil: none.
 	Paused func() map[string]time.Time
+	// Limits are, by host and kind ("rate" in attempts a second,
+	// "inflight"), the limits this node applies to each host it called,
+	// and for an adaptive host the levels its last 429 or 503 came at
+	// (upstream.Client.HostLimits). Default nil: no limit column.
+	Limits func() (limits, learned map[string]map[string]float64)
 	// Queue is the durable queue's table at a glance (queue.Table.Stats).
 	// Default nil: this node has no queue.
 	Queue func() queue.Stats
@@ -84,6 +89,13 @@ type Host struct {
 	// PausedUntil is the end of the host's Retry-After pause, zero when
 	// not paused.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Limit is the limit this node applies to the host by kind ("rate",
+	// "inflight"): the learned one for a host with adaptive: true, its
+	// share of the hosts: caps otherwise; nil before any call.
+	Limit map[string]float64 `json:"limit,omitempty"`
+	// Learned is, for an adaptive host, the levels in use when its last
+	// 429 or 503 came (the ceiling it learned); nil before any.
+	Learned map[string]float64 `json:"learned,omitempty"`
 	// HostCounters are this node's counters of the host.
 	metrics.HostCounters
 	// Jobs counts the host's jobs by state; nil without a queue.

@@ -41,6 +41,10 @@ func source() Source {
 			return map[string]*metrics.HostCounters{"api.example:443": {Attempts: 10, Throttled429: 3, Throttled503: 4, RetryWaits: 2, RetryWaitSeconds: 1}}
 		},
 		Paused: func() map[string]time.Time { return map[string]time.Time{"api.example:443": t0.Add(30 * time.Second)} },
+		Limits: func() (limits, learned map[string]map[string]float64) {
+			return map[string]map[string]float64{"api.example:443": {"rate": 12.46, "inflight": 8}, "learning:443": {"rate": 4}},
+				map[string]map[string]float64{"api.example:443": {"rate": 15.25, "inflight": 10}}
+		},
 		Queue: func() queue.Stats {
 			return queue.Stats{Jobs: 3, Bytes: 2048, OldestQueued: t0.Add(-90 * time.Second).UnixNano(),
 				Depth: map[string]map[queue.State]int{"api.example:443": {queue.Queued: 2, queue.Dead: 1}, "other:80": {queue.Dead: 1}}}
@@ -74,6 +78,8 @@ func TestThePageRendersTheStateWithoutScript(t *testing.T) {
 		`closed → <span class="s-open">open</span> by <strong>n2</strong>`,
 		`data-host="api.example:443" data-paused`, `in 30s`, // pause
 		`data-counter="h:api.example:443:429" data-value="3"`, `avg 500ms`,
+		`data-limit="api.example:443">12.5/s · 8 in flight <small>last 429/503 at 15.3/s · 10 in flight</small>`, // limits
+		`data-limit="learning:443">4/s</td>`,
 		`2 queued`, `data-host="other:80"`, `data-dead="2"`, `90s ago`, // queue
 		`75.0%`, `4.0 KiB`, // cache
 		`curl -X POST -H "Authorization: Bearer $LEVEE_ADMIN_TOKEN" http://node1:8080/-/jobs/JOB_ID/replay`,
@@ -146,7 +152,8 @@ func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
 }
 
 // TestStateJSONIsThePagesState: the counters the script turns into rates,
-// the hosts only the queue knows, the history with its committing node.
+// the hosts only the queue or a limit knows, each host's limits, the
+// history with its committing node.
 func TestStateJSONIsThePagesState(t *testing.T) {
 	_, body := get(t, Handler(source()), http.MethodGet, "/-/ui/state.json")
 	var st State
@@ -160,8 +167,10 @@ func TestStateJSONIsThePagesState(t *testing.T) {
 		len(st.Breakers[0].History) != 1 || st.Breakers[0].History[0].Node != "n2" || st.Breakers[1].Route != "orders" {
 		t.Fatalf("breakers: %+v", st.Breakers)
 	}
-	if len(st.Hosts) != 2 || st.Hosts[0].Host != "api.example:443" || st.Hosts[0].Jobs[queue.Queued] != 2 ||
-		st.Hosts[1].Host != "other:80" || st.Hosts[1].Jobs[queue.Dead] != 1 {
+	if len(st.Hosts) != 3 || st.Hosts[0].Host != "api.example:443" || st.Hosts[0].Jobs[queue.Queued] != 2 ||
+		st.Hosts[0].Limit["rate"] != 12.46 || st.Hosts[0].Learned["inflight"] != 10 ||
+		st.Hosts[1].Host != "learning:443" || st.Hosts[1].Limit["rate"] != 4 ||
+		st.Hosts[2].Host != "other:80" || st.Hosts[2].Jobs[queue.Dead] != 1 {
 		t.Fatalf("hosts: %+v", st.Hosts)
 	}
 	if st.Queue == nil || st.Queue.Depth[queue.Dead] != 2 || !st.Queue.Oldest.Equal(t0.Add(-90*time.Second)) {
