@@ -13,6 +13,7 @@ import (
 
 	"github.com/levee/levee/config"
 	"github.com/levee/levee/metrics"
+	"github.com/levee/levee/queue"
 	"github.com/levee/levee/upstream/hostkey"
 )
 
@@ -112,5 +113,72 @@ func TestAdaptiveHostLimitIsCutBy429sAndServesStaleWhenItHoldsBack(t *testing.T)
 	}
 	if body := scrapeNode(t, n); regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} [12]$`).MatchString(body) {
 		t.Fatalf("the breaker of comments left closed: a refusal by the learned limit is no breaker failure")
+	}
+}
+
+// TestWhatTheLearnedLimitHoldsBackWithoutACopyIs503AndJobsYield: through
+// HTTP on one node with a queue, a host's learned rate cut to its floor by
+// 429s holds back what it cannot send: a read with no copy waits within
+// its retry budget, then is answered 503 with Retry-After, never a
+// breaker failure; a queued job the limit holds back is deferred (not
+// failed, not waiting for a token as reads do), and is delivered later,
+// its attempts not counting the deferrals.
+func TestWhatTheLearnedLimitHoldsBackWithoutACopyIs503AndJobsYield(t *testing.T) {
+	t.Parallel()
+	u := &quotaUpstream{}
+	srv := httptest.NewServer(u)
+	t.Cleanup(srv.Close)
+	s := newSoloNode(t, srv.URL)
+	r := &s.cfg.Routes[0]
+	r.Retry.MaxAttempts, r.Retry.Budget = 1, config.Duration(300*time.Millisecond)
+	r.Cache.Fresh, r.Cache.Stale, r.Cache.StaleIfError = config.Duration(time.Second), 0, 0
+	s.cfg.Hosts = map[string]config.HostLimits{srv.URL: {Inflight: 8, Rate: 4, Burst: 4,
+		Adaptive: config.HostAdaptive{Enabled: true, Floor: 1}}}
+	h := s.start()
+	su, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, tenant := hostkey.Of(su), http.Header{"X-Tenant": {"acme"}}
+	miss := func() answer {
+		return h.get("/comments/miss-"+strconv.FormatInt(time.Now().UnixNano(), 10), tenant)
+	}
+
+	u.throttled.Store(true)
+	waitForD(t, 20*time.Second, "the learned rate to fall to its floor", func() bool {
+		miss()
+		v, _ := hostLimit(t, h.node, host, "rate")
+		return v == 1
+	})
+	u.throttled.Store(false)
+
+	// At 1 call a second, reads with no copy outrun the limit: those it
+	// holds past their 300 ms budget are refused with 503 and Retry-After.
+	refused := 0
+	for range 6 {
+		a := miss()
+		switch {
+		case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "":
+			refused++
+		case a.status != http.StatusOK:
+			t.Fatalf("a read the limit holds back: %d %v %s, want 200 or 503 with Retry-After", a.status, a.header, a.body)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("six reads in a row at a learned 1/s: none refused")
+	}
+
+	// A job enqueued while those reads have the bucket empty is deferred:
+	// it never waits for a token (the reads do), and is sent later.
+	id := h.enqueue("/comments/orders/1")
+	waitForD(t, 15*time.Second, "the job deferred by the learned limit", func() bool {
+		return metrics.Counter(h.node.Metrics().JobAttempts, host, "deferred") > 0
+	})
+	v := h.waitJob(id, queue.Done, 20*time.Second)
+	if v.Attempts != 1 {
+		t.Fatalf("job %+v: want delivered with 1 attempt, its deferrals not counted", v)
+	}
+	if body := scrapeNode(t, h.node); regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} [12]$`).MatchString(body) {
+		t.Fatal("the breaker of comments left closed: a refusal by the learned limit is no breaker failure")
 	}
 }
