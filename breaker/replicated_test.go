@@ -282,10 +282,7 @@ func TestAProbeWaitsForTheElectionWhenTheLeaderDies(t *testing.T) {
 		{"open, the grace's last millisecond: refused", openPast, grace - time.Millisecond, Open, time.Second},
 		{"open, leaderless for the grace: the guard probes", openPast, grace, Closed, 0},
 		{"open, never had a leader: the guard probes", openPast, math.MaxInt64, Closed, 0},
-		{"half-open past its lease, within the grace: refused", func(t *testing.T, rr *replicatedRig) {
-			rr.halfOpenCommitted(t)
-			rr.clock.Advance(DefaultSettings().ProbeLease)
-		}, time.Second, HalfOpen, grace - time.Second},
+		{"half-open past its lease, within the grace: refused", halfOpenPast, time.Second, HalfOpen, grace - time.Second},
 		{"closed: never held", func(*testing.T, *replicatedRig) {}, time.Second, Closed, 0},
 	}
 	for _, tt := range tests {
@@ -310,6 +307,14 @@ func TestAProbeWaitsForTheElectionWhenTheLeaderDies(t *testing.T) {
 	}
 }
 
+// halfOpenPast commits b's probe and lets its lease pass: the next call
+// is a probe.
+func halfOpenPast(t *testing.T, rr *replicatedRig) {
+	t.Helper()
+	rr.halfOpenCommitted(t)
+	rr.clock.Advance(DefaultSettings().ProbeLease)
+}
+
 // openPast trips the committed route and lets its open period pass: the
 // next call is a probe.
 func openPast(t *testing.T, rr *replicatedRig) {
@@ -323,14 +328,8 @@ func TestReplicatedGuardAdoptsCommittedOpen(t *testing.T) {
 		name  string
 		setup func(t *testing.T, rr *replicatedRig)
 	}{
-		{"committed open past its open period", func(t *testing.T, rr *replicatedRig) {
-			rr.tripCommitted(t)
-			rr.clock.Advance(DefaultSettings().OpenFor)
-		}},
-		{"committed half-open past its lease", func(t *testing.T, rr *replicatedRig) {
-			rr.halfOpenCommitted(t)
-			rr.clock.Advance(DefaultSettings().ProbeLease)
-		}},
+		{"committed open past its open period", openPast},
+		{"committed half-open past its lease", halfOpenPast},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,36 +2,18 @@ package pausewatch
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/levee/levee/internal/testutil"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// clock is a manual clock whose readings carry a monotonic reading, as
-// time.Now's do (the Watch subtracts them).
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Now()} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is a manual clock.
+func newClock() *testutil.Clock { return testutil.NewClock(time.Time{}) }
 
 func TestAGapLongerThanGapHoldsTheWatchForHold(t *testing.T) {
 	// Each step advances the clock, then beats (or not), then reads.
@@ -80,7 +62,7 @@ func TestAGapLongerThanGapHoldsTheWatchForHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, s := range tc.steps {
-				c.advance(s.advance)
+				c.Advance(s.advance)
 				if s.beat {
 					w.Beat()
 				}
@@ -104,11 +86,11 @@ func TestResumedIsTheBeatThatSawTheStop(t *testing.T) {
 	if got := w.Resumed(); !got.IsZero() {
 		t.Fatalf("Resumed before any stop = %v, want zero", got)
 	}
-	c.advance(5 * time.Second)
+	c.Advance(5 * time.Second)
 	w.Beat()
 	at := c.Now()
 	for range 4 { // beating past the hold: Resumed still names the last stop
-		c.advance(500 * time.Millisecond)
+		c.Advance(500 * time.Millisecond)
 		w.Beat()
 	}
 	if w.Held() {
@@ -135,7 +117,7 @@ func TestAStopIsHeldBeforeItsBeatRunsOnceStarted(t *testing.T) {
 		if w.Held() {
 			t.Fatal("held with no stop")
 		}
-		c.advance(10 * time.Second) // stopped: no beat ran meanwhile
+		c.Advance(10 * time.Second) // stopped: no beat ran meanwhile
 		if !w.Held() {
 			t.Fatal("not held right after a stop no beat has seen")
 		}
@@ -151,7 +133,7 @@ func TestAStopIsHeldBeforeItsBeatRunsOnceStarted(t *testing.T) {
 			t.Fatalf("after the beat: stops %d held %v, want 1 true", w.Stops(), w.Held())
 		}
 		for range 4 { // beating on, the clock moving with it: the hold ends
-			c.advance(time.Second)
+			c.Advance(time.Second)
 			time.Sleep(w.cfg.Tick)
 			synctest.Wait()
 		}
@@ -177,7 +159,7 @@ func TestCloseIsSafeTwiceAndEndsTheWatch(t *testing.T) {
 	w2.Start()
 	w2.Close()
 	w2.Close()
-	c.advance(5 * time.Second)
+	c.Advance(5 * time.Second)
 	if w2.Held() {
 		t.Fatal("a closed Watch is held by the beats it no longer makes")
 	}
