@@ -38,7 +38,7 @@ levee_queue_oldest_job_age_seconds 12.2
 # TYPE levee_host_limit gauge
 levee_host_limit{host="http://up:9000",kind="rate"} 12.5
 levee_host_limit{host="http://up:9000",kind="inflight"} 8
-levee_host_limit{host="http://other:9000",kind="rate"} 25
+levee_host_limit{host="http://other:9000",kind="rate"} 16.666666666666668
 levee_host_limit{host="http://other:9000",kind="inflight"} 32
 levee_host_limit_learned{host="http://up:9000",kind="rate"} 15.25
 levee_host_limit_learned{host="http://up:9000",kind="inflight"} 10
@@ -199,8 +199,8 @@ func TestAdminCommands(t *testing.T) {
 				"members   2 (1 alive, 1 dead)\n" +
 				"breakers  3 of 3 not closed: comments open, users half-open, orders open\n" +
 				"queue     5 waiting (2 queued, 3 delayed, 0 running), 1 dead, oldest 12s\n" +
-				"limit     http://other:9000: rate 25/s, inflight 32\n" +
-				"limit     http://up:9000: rate 12.5/s, inflight 8; last 429/503 at rate 15.25/s, inflight 10\n"},
+				"limit     http://other:9000: rate 16.7/s, inflight 32\n" +
+				"limit     http://up:9000: rate 12.5/s, inflight 8; last 429/503 at rate 15.3/s, inflight 10\n"},
 		{name: "status not ready, no queue", args: []string{"status"}, node: noQueueNotReady(notReady, noQueue),
 			wantHas: []string{"health    not ready: not on the ring yet; quorum reachable\n"}},
 		{name: "status without a queue", args: []string{"status"}, node: noQueue,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,14 +62,16 @@ func (h hostLimit) String() string {
 	return s
 }
 
-// kinds prints rate and inflight, in that order, of those present.
+// kinds prints rate (to a tenth: a node's share of a cap is a third of
+// it, 16.666…) and inflight, in that order, of those present; -json
+// keeps the exact values.
 func kinds(m map[string]float64) string {
 	var parts []string
 	if v, ok := m["rate"]; ok {
-		parts = append(parts, "rate "+strconv.FormatFloat(v, 'f', -1, 64)+"/s")
+		parts = append(parts, "rate "+strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)+"/s")
 	}
 	if v, ok := m["inflight"]; ok {
-		parts = append(parts, fmt.Sprintf("inflight %g", v))
+		parts = append(parts, fmt.Sprintf("inflight %g", math.Round(v)))
 	}
 	return strings.Join(parts, ", ")
 }
