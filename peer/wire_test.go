@@ -128,6 +128,7 @@ func TestSenderIsOnlyWhatTheServerSet(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	for _, m := range []any{
 		&ForwardRequest{V: 1, Route: "r", Method: "GET", Header: map[string][]string{"A": {"b"}}},
+		&ForwardRequest{V: 1, Route: "r", Method: "POST", Relayed: true},
 		&ForwardResponse{V: 1, Status: 200, Body: []byte("x"), Err: &RemoteError{Status: 503}},
 		&Entry{V: 1, Key: "k", Status: 200, StoredAt: 1},
 		&RaftApply{V: 1, Data: []byte("d")},
