@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"math"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -99,4 +102,15 @@ func label(s *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// RateText prints a rate (calls a second) as the operator page and levee
+// status show it: to a tenth from 1/s up, else to two significant digits
+// (a node's share of a 0.1/s floor is 0.033/s, which a tenth would print
+// as 0).
+func RateText(v float64) string {
+	if math.Abs(v) >= 1 {
+		return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 2, 64)
 }

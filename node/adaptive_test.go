@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -118,11 +119,12 @@ func TestAdaptiveHostLimitIsCutBy429sAndServesStaleWhenItHoldsBack(t *testing.T)
 
 // TestWhatTheLearnedLimitHoldsBackWithoutACopyIs503AndJobsYield: through
 // HTTP on one node with a queue, a host's learned rate cut to its floor by
-// 429s holds back what it cannot send: a read with no copy waits within
-// its retry budget, then is answered 503 with Retry-After, never a
-// breaker failure; a queued job the limit holds back is deferred (not
-// failed, not waiting for a token as reads do), and is delivered later,
-// its attempts not counting the deferrals.
+// 429s holds back what it cannot send: a read with no copy whose token is
+// not due within its retry budget is answered 503 with Retry-After,
+// reaching neither the upstream nor the breaker's count; a queued job the
+// limit holds back is deferred (not failed, not waiting for a token as
+// reads do), and is delivered later, its attempts not counting the
+// deferrals.
 func TestWhatTheLearnedLimitHoldsBackWithoutACopyIs503AndJobsYield(t *testing.T) {
 	t.Parallel()
 	u := &quotaUpstream{}
@@ -152,33 +154,79 @@ func TestWhatTheLearnedLimitHoldsBackWithoutACopyIs503AndJobsYield(t *testing.T)
 	})
 	u.throttled.Store(false)
 
-	// At 1 call a second, reads with no copy outrun the limit: those it
-	// holds past their 300 ms budget are refused with 503 and Retry-After.
-	refused := 0
+	// At 1 call a second, reads with no copy outrun the limit: one whose
+	// token is not due within its 300 ms budget is refused at once with
+	// 503 and Retry-After; the refusals reach neither the upstream nor the
+	// breaker's count.
+	limited := func() float64 { return metrics.Counter(h.node.Metrics().LimitedCalls, "comments", host, "host token") }
+	failures0, limited0, calls0 := breakerFailures(t, h), limited(), u.calls.Load()
+	refused, served := 0, 0
 	for range 6 {
 		a := miss()
 		switch {
 		case a.status == http.StatusServiceUnavailable && a.header.Get("Retry-After") != "":
 			refused++
-		case a.status != http.StatusOK:
+		case a.status == http.StatusOK:
+			served++
+		default:
 			t.Fatalf("a read the limit holds back: %d %v %s, want 200 or 503 with Retry-After", a.status, a.header, a.body)
 		}
 	}
 	if refused == 0 {
 		t.Fatal("six reads in a row at a learned 1/s: none refused")
 	}
+	if got := limited() - limited0; got != float64(refused) {
+		t.Fatalf("levee_upstream_limited_total{cap=\"host token\"} rose by %v, want the %d refusals", got, refused)
+	}
+	if got := u.calls.Load() - calls0; got != int64(served) {
+		t.Fatalf("the upstream saw %d calls for %d reads served: a refused read reached it", got, served)
+	}
+	if got := breakerFailures(t, h); got > failures0 {
+		t.Fatalf("the breaker's failures in window rose %d → %d: a refusal by the learned limit is no breaker failure", failures0, got)
+	}
 
-	// A job enqueued while those reads have the bucket empty is deferred:
-	// it never waits for a token (the reads do), and is sent later.
+	// A job enqueued while reads keep the bucket empty is deferred: it
+	// never waits for a token (the reads do), and is sent later.
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				miss()
+			}
+		}
+	}()
 	id := h.enqueue("/comments/orders/1")
 	waitForD(t, 15*time.Second, "the job deferred by the learned limit", func() bool {
 		return metrics.Counter(h.node.Metrics().JobAttempts, host, "deferred") > 0
 	})
+	close(stop)
+	<-done
 	v := h.waitJob(id, queue.Done, 20*time.Second)
 	if v.Attempts != 1 {
 		t.Fatalf("job %+v: want delivered with 1 attempt, its deferrals not counted", v)
 	}
-	if body := scrapeNode(t, h.node); regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} [12]$`).MatchString(body) {
-		t.Fatal("the breaker of comments left closed: a refusal by the learned limit is no breaker failure")
+}
+
+// breakerFailures is the comments route's failures in its window, as
+// GET /-/breakers shows them.
+func breakerFailures(t *testing.T, h *harness) int {
+	t.Helper()
+	var views []struct {
+		Route    string `json:"route"`
+		Failures int    `json:"failures_in_window"`
 	}
+	a := h.get("/-/breakers", nil)
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &views) != nil {
+		t.Fatalf("/-/breakers: %d %s", a.status, a.body)
+	}
+	for _, v := range views {
+		if v.Route == "comments" {
+			return v.Failures
+		}
+	}
+	return 0
 }

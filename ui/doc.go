@@ -5,7 +5,7 @@
 // It owns rendering, and which hosts and routes a section lists. What it
 // shows comes from a Source, a struct of narrow functions the node fills
 // in (the /-/cluster document, the routes, the committed breaker views,
-// each upstream host's counters and pause, the queue's stats, the
+// each upstream host's counters, pause and limits, the queue's stats, the
 // cache's); the package holds no pointer to a node and reads no metric by
 // name. The one piece of state it keeps is History, the last
 // transitions of each route's breaker, which the node feeds from the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee/levee/metrics"
 	"github.com/levee/levee/queue"
 )
 
@@ -123,7 +124,7 @@ type stateCount struct {
 func limitText(m map[string]float64) string {
 	var parts []string
 	if v, ok := m["rate"]; ok {
-		parts = append(parts, strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)+"/s")
+		parts = append(parts, metrics.RateText(v)+"/s")
 	}
 	if v, ok := m["inflight"]; ok {
 		parts = append(parts, strconv.FormatFloat(math.Round(v), 'f', -1, 64)+" in flight")

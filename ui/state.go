@@ -40,7 +40,8 @@ type Source struct {
 	// Limits are, by host and kind ("rate" in attempts a second,
 	// "inflight"), the limits this node applies to each host it called,
 	// and for an adaptive host the levels its last 429 or 503 came at
-	// (upstream.Client.HostLimits). Default nil: no limit column.
+	// (upstream.Client.HostLimits). Default nil: the limit column shows
+	// "–".
 	Limits func() (limits, learned map[string]map[string]float64)
 	// Queue is the durable queue's table at a glance (queue.Table.Stats).
 	// Default nil: this node has no queue.

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/levee/levee/metrics"
 )
 
 // hostLimit is one upstream host's limits as the node applies them
@@ -62,13 +63,13 @@ func (h hostLimit) String() string {
 	return s
 }
 
-// kinds prints rate (to a tenth: a node's share of a cap is a third of
-// it, 16.666…) and inflight, in that order, of those present; -json
+// kinds prints rate (metrics.RateText: a node's share of a cap is
+// rarely round) and inflight, in that order, of those present; -json
 // keeps the exact values.
 func kinds(m map[string]float64) string {
 	var parts []string
 	if v, ok := m["rate"]; ok {
-		parts = append(parts, "rate "+strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64)+"/s")
+		parts = append(parts, "rate "+metrics.RateText(v)+"/s")
 	}
 	if v, ok := m["inflight"]; ok {
 		parts = append(parts, fmt.Sprintf("inflight %g", math.Round(v)))
