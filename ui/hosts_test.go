@@ -10,11 +10,11 @@ import (
 	"github.com/levee/levee/metrics"
 )
 
-// TestTheHostsAreTheCalledRoutedAndPausedOnesOnce: a host this node
+// TestTheHostsAreTheCalledRoutedPausedAndLimitedOnesOnce: a host this node
 // called, one only a route names (shown before any call), one only a
 // pause names and one only a limit names each appear once, with their
 // counters, pause and limits; a route without a host adds none.
-func TestTheHostsAreTheCalledRoutedAndPausedOnesOnce(t *testing.T) {
+func TestTheHostsAreTheCalledRoutedPausedAndLimitedOnesOnce(t *testing.T) {
 	until := time.Unix(1_800_000_000, 0)
 	src := Source{
 		Routes: []api.RouteInfo{{Name: "a", Host: "api.a:443"}, {Name: "b", Host: "api.b:443"}, {Name: "hostless"}},
