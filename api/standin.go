@@ -33,18 +33,24 @@ import (
 // standIn is where req, whose key this node owns, is served: here
 // (self), or while the node is held, the key's successor.
 func (s *Server) standIn(key string, req *proxy.Request) (node string, self bool) {
-	if next := s.successorWhileHeld(key, req); next != "" {
+	if !s.held(req) {
+		return s.cfg.Node, true
+	}
+	if next := s.successorOf(key); next != "" {
 		return next, false
 	}
 	return s.cfg.Node, true
 }
 
-// successorWhileHeld is the node after this one in key's succession when
-// this node is held and req was not relayed to it; "" otherwise.
-func (s *Server) successorWhileHeld(key string, req *proxy.Request) string {
-	if s.cfg.Held == nil || req.Relayed || !s.cfg.Held() {
-		return ""
-	}
+// held reports whether req is one this node passes on: the node is held
+// and req was not relayed to it.
+func (s *Server) held(req *proxy.Request) bool {
+	return s.cfg.Held != nil && !req.Relayed && s.cfg.Held()
+}
+
+// successorOf is the node after this one in key's succession; "" when
+// there is none.
+func (s *Server) successorOf(key string) string {
 	for _, n := range s.cfg.Peers.Succession(key) {
 		if n != s.cfg.Node {
 			return n
@@ -80,7 +86,7 @@ func (s *Server) serveOrRelay(ctx context.Context, req *proxy.Request, relayed b
 // request's routing key: a request for a key this held node owns, not
 // relayed already; "" otherwise.
 func (s *Server) relayTarget(req *proxy.Request) (node, key string) {
-	if s.cfg.Peers == nil || s.cfg.Held == nil || req.Relayed || !s.cfg.Held() {
+	if s.cfg.Peers == nil || !s.held(req) {
 		return "", ""
 	}
 	key, err := s.cfg.Engine.RoutingKey(req)
@@ -90,5 +96,5 @@ func (s *Server) relayTarget(req *proxy.Request) (node, key string) {
 	if _, self := s.cfg.Peers.Owner(key); !self {
 		return "", ""
 	}
-	return s.successorWhileHeld(key, req), key
+	return s.successorOf(key), key
 }

@@ -248,7 +248,8 @@ func (r *Replicated) inGrace() bool {
 // every route were committed open (see authority).
 func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneFunc, error) {
 	adopt := r.adoptCommittedOpen
-	switch r.authority() {
+	auth := r.authority()
+	switch auth {
 	case byCommitted:
 		done, err := r.allowCommitted(ctx, route, s)
 		if err == nil || errors.Is(err, ErrOpen) {
@@ -273,21 +274,17 @@ func (r *Replicated) Allow(ctx context.Context, route string, s Settings) (DoneF
 			}
 			adopt = r.openGuard
 		}
-		if err := r.lastCommittedRefuses(route); err != nil {
-			return nil, err
-		}
-	case byGuardLeaderless:
-		if err := r.lastCommittedRefuses(route); err != nil {
-			return nil, err
-		}
-		if r.committed.View(route).State != Closed { // the guard's next call would be a probe
-			if refused := r.inElection(route, r.cfg.Leaderless()); refused != nil {
-				return nil, refused
-			}
-		}
+		fallthrough
 	default:
 		if err := r.lastCommittedRefuses(route); err != nil {
 			return nil, err
+		}
+		// Without a leader, the guard's next call on a route not closed
+		// would be a probe: an election holds it (ElectionGrace).
+		if auth == byGuardLeaderless && r.committed.View(route).State != Closed {
+			if refused := r.inElection(route, r.cfg.Leaderless()); refused != nil {
+				return nil, refused
+			}
 		}
 	}
 	return r.allowGuard(ctx, route, s, adopt)

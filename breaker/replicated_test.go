@@ -287,10 +287,7 @@ func TestAProbeWaitsForTheElectionWhenTheLeaderDies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rr := newReplicatedRig(t, time.Minute)
-			rr.r.Start()
-			tt.setup(t, rr)
-			rr.cutOff()
+			rr := cutOffAfter(t, tt.setup)
 			rr.leaderless.Store(int64(tt.leaderless))
 			if tt.want != Closed {
 				_, err := rr.allow(t, testRoute)
@@ -305,6 +302,17 @@ func TestAProbeWaitsForTheElectionWhenTheLeaderDies(t *testing.T) {
 			oneProbeOfMany(t, rr, 10)
 		})
 	}
+}
+
+// cutOffAfter is a started rig that setup brought to a committed state,
+// then cut off from its quorum.
+func cutOffAfter(t *testing.T, setup func(*testing.T, *replicatedRig)) *replicatedRig {
+	t.Helper()
+	rr := newReplicatedRig(t, time.Minute)
+	rr.r.Start()
+	setup(t, rr)
+	rr.cutOff()
+	return rr
 }
 
 // halfOpenPast commits b's probe and lets its lease pass: the next call
@@ -333,10 +341,7 @@ func TestReplicatedGuardAdoptsCommittedOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rr := newReplicatedRig(t, time.Minute)
-			rr.r.Start()
-			tt.setup(t, rr)
-			rr.cutOff()
+			rr := cutOffAfter(t, tt.setup)
 			lease, openFor := DefaultSettings().ProbeLease, DefaultSettings().OpenFor
 
 			probe := oneProbeOfMany(t, rr, 20)

@@ -27,19 +27,16 @@ func (src Source) hosts() []Host {
 			routeHosts = append(routeHosts, rt.Host)
 		}
 	}
-	out := hostsOf(counters, routeHosts, paused, limits)
-	for i := range out {
-		out[i].Limit, out[i].Learned = limits[out[i].Host], learned[out[i].Host]
-	}
-	return out
+	return hostsOf(counters, routeHosts, paused, limits, learned)
 }
 
 // hostsOf is every upstream host the page shows, each with this node's
 // counters of it and its pause: the hosts counters names (this node called
 // them), routeHosts (the routes' own, shown before any call), any host in
-// paused (the cluster paused it, whoever called) and any with a limit.
+// paused (the cluster paused it, whoever called) and any with a limit,
+// with its limits (limits, learned: upstream.Client.HostLimits).
 func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, paused map[string]time.Time,
-	limits map[string]map[string]float64) []Host {
+	limits, learned map[string]map[string]float64) []Host {
 	all := make(map[string]metrics.HostCounters, len(counters)+len(routeHosts))
 	for h, c := range counters {
 		all[h] = *c
@@ -55,7 +52,7 @@ func hostsOf(counters map[string]*metrics.HostCounters, routeHosts []string, pau
 	}
 	out := make([]Host, 0, len(all))
 	for h, c := range all {
-		out = append(out, Host{Host: h, PausedUntil: paused[h], HostCounters: c})
+		out = append(out, Host{Host: h, PausedUntil: paused[h], Limit: limits[h], Learned: learned[h], HostCounters: c})
 	}
 	return out
 }
