@@ -230,3 +230,49 @@ func breakerFailures(t *testing.T, h *harness) int {
 	}
 	return 0
 }
+
+// TestA429AtALearnedLimitIsNoBreakerFailure: through HTTP on one node, a
+// host answering every call 429 opens the breaker of a route with static
+// caps (429 after every retry is a failure), but not of one whose host's
+// limit is learned: there the 429s are the limit's signal (it is cut, and
+// probes past the cut to find a quota that rose), and the client still
+// gets the host's answer.
+func TestA429AtALearnedLimitIsNoBreakerFailure(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		adaptive bool
+	}{{"static caps", false}, {"learned limit", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := &quotaUpstream{}
+			u.throttled.Store(true)
+			srv := httptest.NewServer(u)
+			t.Cleanup(srv.Close)
+			s := newSoloNode(t, srv.URL)
+			r := &s.cfg.Routes[0]
+			r.Retry.MaxAttempts = 2
+			r.Breaker.Failures = 3
+			// A floor as high as the rate: every request reaches the host,
+			// so each ends on its 429s, none held back by the limit.
+			s.cfg.Hosts = map[string]config.HostLimits{srv.URL: {Inflight: 8, Rate: 100, Burst: 100,
+				Adaptive: config.HostAdaptive{Enabled: tc.adaptive, Floor: 100}}}
+			h := s.start()
+			for i := range 4 {
+				a := h.get("/comments/miss-"+strconv.Itoa(i), nil)
+				if tc.adaptive && a.status != http.StatusTooManyRequests {
+					t.Fatalf("request %d: %d %s, want the host's 429 passed on", i, a.status, a.body)
+				}
+			}
+			opened := regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} [12]$`).MatchString(scrapeNode(t, h.node))
+			failures := breakerFailures(t, h)
+			t.Logf("breaker opened %v, failures in window %d, upstream calls %d", opened, failures, u.calls.Load())
+			switch {
+			case tc.adaptive && (opened || failures != 0):
+				t.Fatalf("breaker opened %v with %d failures: a 429 at a learned limit is no breaker failure", opened, failures)
+			case !tc.adaptive && !opened:
+				t.Fatalf("breaker closed after four calls ended on 429s: with static caps they are failures")
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"sync"
 	"time"
 
@@ -143,6 +144,18 @@ func (k *call) queueCostRetry(wait time.Duration) bool {
 	}
 	queued := k.firstSent.Sub(k.start) + k.queued
 	return !time.Now().Add(wait).Add(-queued).After(k.deadline)
+}
+
+// learnedLimitSignal reports that res, the answer a call ends on, is a 429
+// from a host whose limit Levee learns: the host says the cluster sends too
+// much (RFC 6585 §4), which is what the learned limit answers, by its cut
+// and the pause, and which it must probe for to find a quota that rose. It
+// is no evidence that the upstream is failing, so the breaker does not
+// count it (Trace.Throttled): three such calls in 30 s opened the breaker
+// of make bench-budget's route for 20 s, a third of a phase's goodput. A
+// 503 still counts: it may be a host going down.
+func (k *call) learnedLimitSignal(res *Response) bool {
+	return res != nil && res.Status == http.StatusTooManyRequests && k.hl.learn.Load() != nil
 }
 
 // learnBegin and learnEnd report an attempt to the learner, and apply what it

@@ -326,3 +326,40 @@ func TestRetryTheLearnedLimitsQueueLeftNoBudgetForIsARefusal(t *testing.T) {
 		})
 	}
 }
+
+// TestACallEndedBy429sAtALearnedLimitIsThrottledNotAFailure: a call whose
+// last answer is a 429 (its attempts spent, or its budget too short for
+// the Retry-After) is marked Throttled only at a host whose limit Levee
+// learns; a 503 or a host with static caps is traced as before, and the
+// breaker counts those.
+func TestACallEndedBy429sAtALearnedLimitIsThrottledNotAFailure(t *testing.T) {
+	cases := []struct {
+		name          string
+		adaptive      bool
+		answer        step
+		retry         Retry
+		wantThrottled bool
+	}{
+		{"adaptive, attempts spent on 429s", true, status(429), Retry{MaxAttempts: 2, Budget: 10 * time.Second}, true},
+		{"adaptive, budget too short for the Retry-After", true, status(429, "Retry-After", "5"), Retry{MaxAttempts: 3, Budget: 2 * time.Second}, true},
+		{"adaptive, a 503 may be a host going down", true, status(503), Retry{MaxAttempts: 2, Budget: 10 * time.Second}, false},
+		{"static caps, attempts spent on 429s", false, status(429), Retry{MaxAttempts: 2, Budget: 10 * time.Second}, false},
+		{"static caps, budget too short", false, status(429, "Retry-After", "5"), Retry{MaxAttempts: 3, Budget: 2 * time.Second}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &script{steps: []step{tc.answer, tc.answer, tc.answer}}
+				c := newClient(t, Config{Transport: s, Hosts: map[string]Limits{apiHost: {Rate: 100, Burst: 100, Adaptive: tc.adaptive}}})
+				req := getReq(t, "https://api.example/x")
+				req.Retry = tc.retry
+				var tr Trace
+				req.Trace = &tr
+				_, _ = c.Do(t.Context(), req)
+				if tr.Sent == 0 || tr.Refused != "" || tr.Throttled != tc.wantThrottled {
+					t.Fatalf("trace %+v: want Sent > 0, not refused, Throttled %v", tr, tc.wantThrottled)
+				}
+			})
+		})
+	}
+}

@@ -49,6 +49,7 @@ type call struct {
 	queued    time.Duration // later attempts' admission waits
 	lastSent  time.Time     // when the last attempt left
 	lastWait  time.Duration // its admission wait
+	throttled bool          // it ended on a 429 at a host with a learned limit (Trace.Throttled)
 }
 
 // run loops attempts until an answer, an error or a stop condition.
@@ -75,6 +76,7 @@ func (k *call) run() (*Response, error) {
 			// The attempt ran into the budget deadline itself.
 			return k.finish(last, fmt.Errorf("%w: attempt %d: %v", ErrBudget, n, err), n)
 		case n >= k.retry.MaxAttempts || !k.replayable:
+			k.throttled = k.learnedLimitSignal(res)
 			return k.finish(res, err, n)
 		}
 		wait, reason, retryAfter := k.nextWait(res, reason)
@@ -83,6 +85,7 @@ func (k *call) run() (*Response, error) {
 				return nil, &LimitedError{Host: k.hostKey, Cap: capQueue, RetryAfter: wait, Sent: k.attempts,
 					Err: fmt.Errorf("attempt %d: the wait for a learned limit left no budget for the retry in %v", n, wait)}
 			}
+			k.throttled = k.learnedLimitSignal(res)
 			return k.finish(last, fmt.Errorf("%w: %d attempts, next wait %v", ErrBudget, n, wait), n)
 		}
 		k.report(n, res, err, reason, wait, retryAfter)

@@ -46,13 +46,19 @@ type Trace struct {
 	// Left is how many more attempts the call was allowed: what a second
 	// call for the same client request may still spend.
 	Left int
+	// Throttled is set when the call ended on a 429 (its attempts or its
+	// budget spent on it) from a host whose limit Levee learns (Limits.Adaptive):
+	// the host's word that Levee sends too much, which the learned limit
+	// answers, not a sign that the upstream fails. A breaker does not
+	// count it.
+	Throttled bool
 }
 
 // Then is t followed by next, another call for the same client request:
 // one logical call as far as its caller is concerned.
 func (t Trace) Then(next Trace) Trace {
 	return Trace{Sent: t.Sent + next.Sent, UpstreamTime: t.UpstreamTime + next.UpstreamTime,
-		Refused: next.Refused, Left: next.Left}
+		Refused: next.Refused, Left: next.Left, Throttled: next.Throttled}
 }
 
 type attemptsKey struct{}
@@ -112,7 +118,7 @@ func (k *call) trace(err error) {
 	if k.req.Trace == nil {
 		return
 	}
-	tr := Trace{Sent: k.attempts, Refused: why, Left: max(k.retry.MaxAttempts-k.attempts, 0)}
+	tr := Trace{Sent: k.attempts, Refused: why, Left: max(k.retry.MaxAttempts-k.attempts, 0), Throttled: k.throttled}
 	if !k.firstSent.IsZero() {
 		tr.UpstreamTime = max(time.Since(k.firstSent)-k.queued, 0)
 	}

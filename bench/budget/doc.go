@@ -14,7 +14,9 @@
 // short runs against the same upstream without a quota, adaptive off and
 // on, compare throughput and p99. It prints a table, writes an SVG plot
 // (goodput, 429s, p99 and limit over time) and ends with one line, PASS
-// or FAIL, against the targets for the cluster budget.
+// or FAIL, against the targets for the cluster budget. Each
+// scenario's directory keeps its nodes' logs and series.csv, its counts
+// second by second.
 //
 // Every address is on loopback; every request loop is bounded by the
 // run's duration; the cluster secret and admin token are random per run.

@@ -155,6 +155,17 @@ func scrapeLimits(client *http.Client, urls []string, token, host string) float6
 	return sum
 }
 
+// csv is the run's per-second counts, one row a second, for reading a
+// run's 429s and pauses second by second.
+func (s *series) csv() []byte {
+	var b strings.Builder
+	b.WriteString("second,quota,attempts,429s,200s,cluster_rate_limit,client_sent,client_2xx,client_p99_ms\n")
+	for i := range s.attempts {
+		fmt.Fprintf(&b, "%d,%g,%g,%g,%g,%.2f,%g,%g,%.1f\n", i, s.quota[i], s.attempts[i], s.lost[i], s.good[i], s.limit[i], s.sent[i], s.ok[i], p99(s, i, i+1))
+	}
+	return []byte(b.String())
+}
+
 // p99 of the latencies sent in seconds [from, to).
 func p99(s *series, from, to int) float64 {
 	var all []float64

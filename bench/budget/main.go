@@ -130,7 +130,7 @@ func runOnce(levee, dir, origin, hosts, host string, cnt *counter, secs int, cha
 	defer cancel()
 	load(ctx, s, c.urls, c.token, host, 3*quotaRate, changes, set)
 	cnt.begin(nil, time.Time{})
-	return s, nil
+	return s, os.WriteFile(filepath.Join(dir, "series.csv"), s.csv(), 0o644)
 }
 
 func slug(name string) string {
