@@ -25,7 +25,8 @@ func (l *limit) clamp(v float64) float64 { return min(max(v, l.floor), l.ceiling
 // it came (0 when unknown; never above the limit), and the Rule decides
 // the level (see Rule.Level), the cut and the new loss point.
 func (l *limit) cut(now time.Time, use float64) {
-	level := l.rule.Level(use, l.value, l.from, l.lossAt, now.Sub(l.epoch))
+	// At least the floor: a loss point of 0 would read as never cut.
+	level := max(l.rule.Level(use, l.value, l.from, l.lossAt, now.Sub(l.epoch)), l.floor)
 	value, lossAt := l.rule.Cut(l.value, l.lossAt, level, now.Sub(l.lastCut))
 	l.set(now, value, lossAt)
 	l.lastCut = now

@@ -160,8 +160,14 @@ func (h *host) lossLevel(inUse, accepted, want float64, elapsed time.Duration) f
 }
 
 // cut lowers the limit after a loss at level, by adaptive.Rule.Cut: to
-// 0.9 of it at or past the loss point, 0.7 before it.
+// 0.9 of it at or past the loss point, 0.7 before it. The level is at
+// least the floor: when the host accepted none of the attempts since the
+// last cut it is 0, and a loss point of 0 would read as never cut, which
+// sends the limit back to its ceiling (40/s against a quota of 10 in make
+// bench-budget). Apply has set the floor from the report, which Validate
+// keeps above 0.
 func (h *host) cut(now int64, level float64) {
+	level = max(level, h.Floor)
 	h.From, h.LossAt = rule().Cut(h.Limit, h.LossAt, level, time.Duration(now-h.LastCut))
 	h.Limit, h.Epoch, h.LastCut = h.From, now, now
 }

@@ -382,3 +382,34 @@ func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% it accepted, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
 	}
 }
+
+// TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling: after a
+// quota fall, the reports since the last cut can show every attempt
+// refused (the host accepted none of them). The level is then the floor,
+// and so is the loss point: a loss point of 0 read as "never cut" sent
+// the limit back to its ceiling (40/s against a quota of 10 in make
+// bench-budget, a 429 storm).
+func TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling(t *testing.T) {
+	tab := NewTable()
+	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
+		t.Helper()
+		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
+			Sent: sent, Lost: lost, Wanted: 20, Ceiling: 40, Floor: 1, Members: 3, Since: since}
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tab.Apply(r)
+	}
+	rep("n1", 0, 10, 0, 0)
+	rep("n1", time.Second, 10, 3, 0) // the first cut
+	cut := tab.LastCut(apiHost)
+	rep("n1", 3*time.Second, 4, 4, cut) // since the cut, nothing accepted: a second cut
+	limit, lossAt, _ := tab.Limit(apiHost)
+	if limit != 1 || lossAt <= 0 {
+		t.Fatalf("limit %.2f, loss point %.2f after a second where every attempt was refused: want the floor, 1, and a loss point above 0", limit, lossAt)
+	}
+	rep("n1", 4*time.Second, 1, 0, tab.LastCut(apiHost))
+	if limit, _, _ := tab.Limit(apiHost); limit > 2 {
+		t.Fatalf("limit %.2f a second later: want it climbing from the floor, not back at the ceiling 40", limit)
+	}
+}
