@@ -127,7 +127,7 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 // rate, at least 1: a bucket as deep as today's would let a burst past a
 // learned quota.
 func scaledBurst(s Limits, learned float64) int {
-	return max(1, int(math.Round(float64(s.Burst)*learned/s.Rate)))
+	return max(1, int(float64(s.Burst)*learned/s.Rate))
 }
 
 // queueCostRetry reports, at a host with a learned limit, that the
@@ -193,7 +193,7 @@ func (c *Client) admitNow(ctx context.Context, host string, h *hostLimiter) erro
 	if !h.inflight.tryAcquire() {
 		return &LimitedError{Host: host, Cap: capHostLimit, Err: errHostLimit}
 	}
-	if !h.kept.take(time.Now()) && !h.tokens.Allow() { // takes nothing when it refuses, unlike a cancelled Reserve (see waitToken)
+	if !h.tokens.Allow() { // takes nothing when it refuses, unlike a cancelled Reserve (see waitToken)
 		h.inflight.release()
 		return &LimitedError{Host: host, Cap: capHostLimit, RetryAfter: tokenDue(h.tokens), Err: errHostLimit}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,54 +17,6 @@ type hostLimiter struct {
 	inflight *slots
 	tokens   *rate.Limiter
 	learn    atomic.Pointer[learner] // nil unless total.Adaptive (see adaptive.go)
-	kept     keptTokens
-}
-
-// keptTokens are tokens the bucket granted to attempts that then found
-// the host paused (a 429 answered to another call while they waited, see
-// admitUnpaused): kept for the first attempts after the pause, up to the
-// bucket's burst and for at most keptFor past the pause's end, as a
-// bucket no one drew from during the pause would hold them then. Without
-// them the attempts waiting for tokens spent the pause's tokens and the
-// pause ended on an empty bucket, so each 429 cost the whole Retry-After
-// and the provider's refill during it went unused (make bench-budget).
-type keptTokens struct {
-	mu    sync.Mutex
-	n     int
-	until time.Time
-}
-
-// keptFor is how long past a pause's end its kept tokens last: the
-// spread of the attempts it held (upstream.spread) is at most a second.
-const keptFor = time.Second
-
-// keep keeps one token until pauseEnd + keptFor, at most burst of them.
-func (k *keptTokens) keep(burst int, pauseEnd time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.n < burst {
-		k.n++
-	}
-	k.until = later(k.until, pauseEnd.Add(keptFor))
-}
-
-// take takes a kept token if one is left and still good at now.
-func (k *keptTokens) take(now time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.n == 0 || !now.Before(k.until) {
-		k.n = 0
-		return false
-	}
-	k.n--
-	return true
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 func newHostLimiter(total Limits, share int) *hostLimiter {
@@ -179,13 +130,11 @@ func (c *Client) admit(ctx context.Context, host string, h *hostLimiter) error {
 		return &LimitedError{Host: host, Cap: capHostSlot, Err: err}
 	}
 	start = time.Now()
-	if !h.kept.take(start) {
-		retryAfter, err := waitToken(ctx, h.tokens)
-		c.obs.TokenWait(host, time.Since(start))
-		if err != nil {
-			h.inflight.release()
-			return &LimitedError{Host: host, Cap: capHostToken, RetryAfter: retryAfter, Err: err}
-		}
+	retryAfter, err := waitToken(ctx, h.tokens)
+	c.obs.TokenWait(host, time.Since(start))
+	if err != nil {
+		h.inflight.release()
+		return &LimitedError{Host: host, Cap: capHostToken, RetryAfter: retryAfter, Err: err}
 	}
 	start = time.Now()
 	err = c.global.acquire(ctx)

@@ -50,9 +50,9 @@ func (k *call) holdForPause() error {
 // admitUnpaused holds the attempt for the host's pause, then takes its
 // caps (admit), and checks the pause again: one that began while the
 // attempt waited for a slot or a token (a 429 answered to another call
-// meanwhile) is waited out too, the slots given back and the token kept
-// for after it (hostLimiter.kept), so no attempt that queued behind the
-// caps reaches a host that has just asked for a pause. The jepsen retry-after checker caught such a call 360 ms into a pause.
+// meanwhile) is waited out too, the slot given back, so no attempt that
+// queued behind the caps reaches a host that has just asked for a pause.
+// The jepsen retry-after checker caught such a call 360 ms into a pause.
 func (k *call) admitUnpaused() error {
 	for {
 		if err := k.holdForPause(); err != nil {
@@ -65,11 +65,9 @@ func (k *call) admitUnpaused() error {
 		if err := admit(k.budgetCtx, k.hostKey, k.hl); err != nil {
 			return err
 		}
-		until := k.pausedUntil()
-		if until.IsZero() {
+		if k.pausedUntil().IsZero() {
 			return nil
 		}
-		k.hl.kept.keep(k.hl.tokens.Burst(), until)
 		k.c.release(k.hl)
 	}
 }

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"math"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -144,53 +142,4 @@ func TestAPauseThatBeginsWhileAnAttemptWaitsForItsSlotHoldsItToo(t *testing.T) {
 	if sent := s.times[1]; sent.Before(end) {
 		t.Fatalf("the queued call went out %v before the pause ended", end.Sub(sent))
 	}
-}
-
-// TestTokensGrantedDuringAPauseAreKeptForAfterItUpToTheBurst: calls
-// waiting for the bucket when a pause begins get their tokens during it,
-// wait the pause out, and go at its end on those tokens, as many as the
-// bucket's burst (a bucket no one drew from during the pause would hold
-// that many); the rest wait for the bucket as usual. Without this, the
-// pause ended on an empty bucket and each call waited a token more.
-func TestTokensGrantedDuringAPauseAreKeptForAfterItUpToTheBurst(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := newFakePacing()
-		s := &script{steps: []step{status(200)}}
-		c := newClient(t, Config{Transport: s, Pacing: p, Rand: fixedRand(0),
-			Hosts: map[string]Limits{"http://api.example.com": {Inflight: 10, Rate: 1, Burst: 2}}})
-		call := func() error {
-			r := getReq(t, "http://api.example.com/x")
-			r.Retry = Retry{MaxAttempts: 1, Budget: 10 * time.Second}
-			_, err := c.Do(context.Background(), r)
-			return err
-		}
-		start := time.Now()
-		for range 2 { // the burst, spent at once
-			if err := call(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		errs := make(chan error, 3)
-		for range 3 { // tokens due at 1, 2 and 3 s
-			go func() { errs <- call() }()
-		}
-		time.Sleep(500 * time.Millisecond)
-		p.mu.Lock()
-		p.until["http://api.example.com:80"] = start.Add(3500 * time.Millisecond)
-		p.mu.Unlock()
-		for range 3 {
-			if err := <-errs; err != nil {
-				t.Fatal(err)
-			}
-		}
-		var got []time.Duration
-		for _, at := range s.times[2:] {
-			got = append(got, at.Sub(start))
-		}
-		slices.Sort(got)
-		want := []time.Duration{3500 * time.Millisecond, 3500 * time.Millisecond, 4 * time.Second}
-		if !slices.Equal(got, want) {
-			t.Fatalf("the three calls went at %v, want %v: two on the tokens kept from the pause at its end, the third on the bucket", got, want)
-		}
-	})
 }
