@@ -77,8 +77,9 @@ bench-compare:
 # quota of 20 req/s on the key (halved at 60 s, doubled back at 90 s),
 # three nodes, clients at 3x the quota; static caps 2x too high, the
 # adaptive limit per node, the cluster budget; then a healthy upstream,
-# adaptive off and on. Prints a table, writes BENCH_BUDGET_OUT/bench-budget.svg,
-# ends with PASS or FAIL against the issue's targets. About 7 min; the
+# adaptive off and on, alternated twice. Prints a table, writes
+# BENCH_BUDGET_OUT/bench-budget.svg, ends with PASS or FAIL against the
+# issue's targets. About 9 min; the
 # benchmark, not a test: nothing gates on it.
 BENCH_BUDGET_OUT ?= $(CURDIR)/data/bench-budget
 .PHONY: bench-budget

@@ -20,8 +20,9 @@
 //     before it (the host has less room than at the last loss: a quota
 //     that fell) to Beta (0.7), the loss point half way between (RFC 9438
 //     §4.7). A loss point older than LossMemory decides nothing. Never
-//     below the floor. One cut per window: the answers to an overshoot
-//     all come back together and are one congestion event, as in TCP
+//     below the floor, and the level is at least the floor (a loss point
+//     of 0 would read as never cut). One cut per window: the answers to an
+//     overshoot all come back together and are one congestion event, as in TCP
 //     (RFC 9438 §4.6, one reduction per RTT).
 //   - climb: with no loss, and only while the limit binds (the level in
 //     use reached at least half the limit), it climbs back (Climb): along

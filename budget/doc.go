@@ -38,9 +38,11 @@
 // → every node's Table.Apply: the host's learned limit cut on loss by
 // adaptive.DefaultRule, as a node's own limits are (once a second, from
 // the level the cluster sent at: the limit, times the part of the
-// attempts the host accepted since the last cut, at most the limit as it
-// was 3 s before while it climbed; a report whose counts began before the
-// last cut is that cut's congestion event, not a new one), or climbed along the Rule's Climb while it binds
+// attempts the host accepted since the last cut (of what each node was
+// allowed, its lease, when it sent less), at most the limit as it was 3 s
+// before while it climbed, at least the floor; a report whose counts
+// began before the last cut is that cut's congestion event, not a new
+// one), or climbed along the Rule's Climb while it binds
 // (the cluster's rate or demand at least half of it);
 // then the leases re-split: each node that reported within LeaseTTL gets
 // a tenth of the limit split evenly and the rest in proportion to what it

@@ -375,8 +375,9 @@ func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 	if got := limit(); got != cut {
 		t.Fatalf("limit %.1f after the reports of the overshoot it was cut for, want %.1f kept", got, cut)
 	}
-	// 2.2 s: n1's next report, counted since the cut, 80 % accepted.
-	rep("n1", 2200*time.Millisecond, 10, 2, lastCut)
+	// 2.2 s: n1's next report, counted since the cut, 80 % accepted of
+	// more than its lease.
+	rep("n1", 2200*time.Millisecond, 20, 4, lastCut)
 	want := adaptive.DefaultRule().Fell * cut * 0.8 // below the loss point: the quota fell
 	if got := limit(); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% it accepted, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
@@ -403,7 +404,7 @@ func TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling(t *testing.T) {
 	rep("n1", 0, 10, 0, 0)
 	rep("n1", time.Second, 10, 3, 0) // the first cut
 	cut := tab.LastCut(apiHost)
-	rep("n1", 3*time.Second, 4, 4, cut) // since the cut, nothing accepted: a second cut
+	rep("n1", 3*time.Second, 20, 20, cut) // since the cut, nothing accepted: a second cut
 	limit, lossAt, _ := tab.Limit(apiHost)
 	if limit != 1 || lossAt <= 0 {
 		t.Fatalf("limit %.2f, loss point %.2f after a second where every attempt was refused: want the floor, 1, and a loss point above 0", limit, lossAt)
@@ -411,5 +412,43 @@ func TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling(t *testing.T) {
 	rep("n1", 4*time.Second, 1, 0, tab.LastCut(apiHost))
 	if limit, _, _ := tab.Limit(apiHost); limit > 2 {
 		t.Fatalf("limit %.2f a second later: want it climbing from the floor, not back at the ceiling 40", limit)
+	}
+}
+
+// TestAThinReportAfterAPauseIsJudgedOnWhatItsNodeWasAllowed: a report
+// since the last cut in which a node sent far less than its lease (the
+// cut's pause took most of its second) and had one attempt refused is
+// judged on the lease: a small part refused, not half. Read as half
+// refused, one such report cut the limit to a third.
+func TestAThinReportAfterAPauseIsJudgedOnWhatItsNodeWasAllowed(t *testing.T) {
+	tab := NewTable()
+	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
+		t.Helper()
+		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
+			Sent: sent, Lost: lost, Wanted: 20, Ceiling: 60, Floor: 1, Members: 3, Since: since}
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tab.Apply(r)
+	}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		rep(n, 0, 20, 0, 0)
+	}
+	rep("n1", time.Second, 20, 2, 0) // the first loss: cut at the edge
+	cut := tab.LastCut(apiHost)
+	// n2 and n3 keep sending, their counts begun before the cut (so they
+	// do not judge it); then n1 sent 2 of the lease it was allowed, one
+	// refused.
+	rep("n2", 2500*time.Millisecond, 20, 0, 0)
+	rep("n3", 2500*time.Millisecond, 20, 0, 0)
+	before, _, _ := tab.Limit(apiHost)
+	lease := tab.Leases(apiHost, t0.Add(2500*time.Millisecond))["n1"]
+	rep("n1", 3500*time.Millisecond, 2, 1, cut)
+	after, _, _ := tab.Limit(apiHost)
+	accepted := 1 - 1/lease
+	want := adaptive.DefaultRule().Fell * before * accepted
+	t.Logf("limit %.2f → %.2f (n1's lease %.2f)", before, after, lease)
+	if math.Abs(after-want) > 1e-9 {
+		t.Fatalf("limit %.2f after a thin report, want %.2f: the fall's cut of %.2f times the %.0f %% accepted of n1's lease", after, want, before, 100*accepted)
 	}
 }

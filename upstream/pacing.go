@@ -44,7 +44,14 @@ func (k *call) holdForPause() error {
 	if until.After(k.deadline) || k.req.Fallback {
 		return &LimitedError{Host: k.hostKey, Cap: capPaused, RetryAfter: wait, Err: errPaused}
 	}
-	return sleep(k.budgetCtx, k.spread(wait))
+	if err := sleep(k.budgetCtx, k.spread(wait)); err != nil && k.ctx.Err() == nil {
+		// The budget ended in the wait: Levee's, a refusal (never the
+		// upstream's spent budget, which the breaker would count).
+		return &LimitedError{Host: k.hostKey, Cap: capPaused, RetryAfter: time.Until(until), Err: err}
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // admitUnpaused holds the attempt for the host's pause, then takes its
@@ -73,12 +80,15 @@ func (k *call) admitUnpaused() error {
 }
 
 // spread adds to a wait for a pause's end a random part of a quarter of
-// it, up to a second (within the budget): the calls a pause held do not
-// all reach the host in its first instant (docs/benchmarks.md, "A 429
-// storm": 318 calls in one second without it).
+// it, up to a second: the calls a pause held do not all reach the host in
+// its first instant (docs/benchmarks.md, "A 429 storm": 318 calls in one
+// second without it). At most half of what the budget leaves past the
+// pause, so the call still has time to be sent: spread to the budget's
+// end, it woke only to be refused, and a race with the deadline made
+// that the upstream's spent budget, which the breaker counted.
 func (k *call) spread(wait time.Duration) time.Duration {
 	extra := time.Duration(k.c.rand() * float64(min(time.Second, wait/4)))
-	return min(wait+extra, time.Until(k.deadline))
+	return wait + min(extra, max(time.Until(k.deadline)-wait, 0)/2)
 }
 
 // notePause hands a 429 or 503's Retry-After to the cluster's pacing: the

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -142,4 +143,29 @@ func TestAPauseThatBeginsWhileAnAttemptWaitsForItsSlotHoldsItToo(t *testing.T) {
 	if sent := s.times[1]; sent.Before(end) {
 		t.Fatalf("the queued call went out %v before the pause ended", end.Sub(sent))
 	}
+}
+
+// TestAPauseEndingNearTheBudgetsEndLeavesTheCallTimeToBeSent: the spread
+// after a pause never takes a call to its budget's end: a pause of 1 s
+// with 1.1 s of budget and the largest spread still sends the call, where
+// it used to wake at the deadline only to fail.
+func TestAPauseEndingNearTheBudgetsEndLeavesTheCallTimeToBeSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newFakePacing()
+		s := &script{steps: []step{status(200)}}
+		c := newClient(t, Config{Transport: s, Pacing: p, Rand: fixedRand(0.99)})
+		start := time.Now()
+		p.until["http://api.example.com:80"] = start.Add(time.Second)
+		r := getReq(t, "http://api.example.com/x")
+		r.Retry = Retry{MaxAttempts: 1, Budget: 1100 * time.Millisecond}
+		var tr Trace
+		r.Trace = &tr
+		res, err := c.Do(context.Background(), r)
+		if err != nil || res.Status != 200 {
+			t.Fatalf("res %v, err %v, trace %+v: want the call sent after the pause, within its budget", res, err, tr)
+		}
+		if at := s.times[0].Sub(start); at < time.Second || at >= 1100*time.Millisecond {
+			t.Fatalf("sent %v after the start, want after the pause's end (1 s) and before the budget's (1.1 s)", at)
+		}
+	})
 }

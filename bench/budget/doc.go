@@ -10,9 +10,10 @@
 // processes start on 127.0.27.11–13 from generated configs, clients send
 // open-loop GETs of distinct keys at 3× the quota round-robin over them,
 // the quota halves at 60 s and doubles back at 90 s, and each second the
-// nodes' levee_host_limit{kind="rate"} is scraped and summed. Then two
-// short runs against the same upstream without a quota, adaptive off and
-// on, compare throughput and p99. It prints a table, writes an SVG plot
+// nodes' levee_host_limit{kind="rate"} is scraped and summed. Then short
+// runs against the same upstream without a quota, adaptive off and on,
+// alternated twice, compare throughput and p99 (each mode's requests
+// judged together). It prints a table, writes an SVG plot
 // (goodput, 429s, p99 and limit over time) and ends with one line, PASS
 // or FAIL, against the targets for the cluster budget. Each
 // scenario's directory keeps its nodes' logs and series.csv, its counts
