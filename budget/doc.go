@@ -36,7 +36,8 @@
 // upstream counts a host's attempts → node's reporter, every ReportEvery
 // → Report proposed (a follower's forwarded and stamped by the leader)
 // → every node's Table.Apply: the host's learned limit cut on loss by
-// adaptive.DefaultRule, as a node's own limits are (once a second, from
+// adaptive.DefaultRule, as a node's own limits are, but for a fall's cut
+// of 0.8 (see rule; once a second, from
 // the level the cluster sent at: the limit, times the part of the
 // attempts the host accepted since the last cut (of what each node was
 // allowed, its lease, when it sent less), at most the limit as it was 3 s

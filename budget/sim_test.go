@@ -132,8 +132,11 @@ func (s *quotaSim) simulate(d time.Duration, demand float64, changes map[time.Du
 	for end := s.now.Add(d); s.now.Before(end); s.now = s.now.Add(simStep) {
 		el := s.now.Sub(s.start)
 		if q, ok := changes[el]; ok {
+			// As make bench-budget moves the demo upstream's quota: the
+			// burst half the new rate, the tokens held trimmed to it.
 			s.up.refill(s.now)
-			s.up.rate = q
+			s.up.rate, s.up.burst = q, max(1, math.Floor(q/2))
+			s.up.tokens = min(s.up.tokens, s.up.burst)
 		}
 		s.answer()
 		s.applyPauses()
@@ -334,5 +337,40 @@ func TestClusterBudgetMeetsTheBenchmarksTargetsOnAFakeClock(t *testing.T) {
 	t.Logf("worst 5 s (from %d s): %.0f %% of the quota", at, 100*strict)
 	if admitted > 1 {
 		t.Errorf("a 5 s window sent %.0f %% of what the provider admits (the quota and its burst, or 110 %%)", 100*admitted)
+	}
+}
+
+// TestClusterBudgetMeetsTheTargetsAcrossSeededRuns: one seeded run says
+// little about a rule (the pauses' spread and the quota's timing against
+// the cycle of probes decide a phase's few 429s), so the schedule runs 30
+// times, the quota's changes moved by up to 4.5 s and 3 s and the pause
+// spread seeded apart. Regression guards on the model, not the issue's
+// targets (make bench-budget judges those on a real cluster): at least 25
+// runs meet every goodput target, none falls under 85 % in any phase, and
+// none has more than 2 % of 429s.
+func TestClusterBudgetMeetsTheTargetsAcrossSeededRuns(t *testing.T) {
+	const runs = 30
+	meet, lowest, worstLost := 0, [3]float64{1, 1, 1}, 0.0
+	var mean [3]float64
+	for i := range runs {
+		s := newQuotaSim(t, 20, 10)
+		s.rng = rand.New(rand.NewPCG(uint64(27+i), 1))
+		shift := time.Duration(i%10) * time.Second
+		s.simulate(120*time.Second, 60, map[time.Duration]float64{60*time.Second + shift/2: 10, 90*time.Second + shift/3: 20})
+		ok := true
+		for j, ph := range [][2]int{{10, 60}, {70, 90}, {100, 120}} {
+			p := s.run.phase(ph[0], ph[1])
+			lowest[j], mean[j] = min(lowest[j], p.goodFrac), mean[j]+p.goodFrac/runs
+			worstLost = max(worstLost, p.lostFrac)
+			ok = ok && p.goodFrac >= 0.9 && p.lostFrac <= 0.02
+		}
+		if ok {
+			meet++
+		}
+	}
+	t.Logf("%d of %d runs meet every target; goodput lowest %.0f / %.0f / %.0f %%, mean %.0f / %.0f / %.0f %%; most 429s in a phase %.2f %%",
+		meet, runs, 100*lowest[0], 100*lowest[1], 100*lowest[2], 100*mean[0], 100*mean[1], 100*mean[2], 100*worstLost)
+	if meet < 25 || min(lowest[0], lowest[1], lowest[2]) < 0.85 || worstLost > 0.02 {
+		t.Errorf("want at least 25 of %d runs meeting every target, no phase under 85 %% and none over 2 %% of 429s", runs)
 	}
 }

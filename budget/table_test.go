@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/levee/levee/adaptive"
 )
 
 const apiHost = "https://api.example:443"
@@ -168,7 +166,12 @@ func TestClusterLearnsAQuotaAndFollowsItsChanges(t *testing.T) {
 		// round trip): here the only reaction is the next second's report.
 		{"learning", 60, 20, 10, 0.04, 0.9, 1.1},
 		{"quota halved", 30, 10, 10, 0.04, 0.85, 1.1},
-		{"quota doubled", 30, 20, 10, 0.04, 0.85, 1.1},
+		// The cluster's cut below the loss point (0.8, package budget's
+		// rule) keeps more of a halved quota (8.9 → 9.1/s here) and climbs
+		// back to a doubled one a little later (18.1 → 16.9/s): with
+		// pauses, the model of make bench-budget (sim_test.go) found it
+		// the better of the two.
+		{"quota doubled", 30, 20, 10, 0.04, 0.8, 1.1},
 	}
 	start := 0
 	for _, p := range phases {
@@ -378,9 +381,9 @@ func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 	// 2.2 s: n1's next report, counted since the cut, 80 % accepted of
 	// more than its lease.
 	rep("n1", 2200*time.Millisecond, 20, 4, lastCut)
-	want := adaptive.DefaultRule().Fell * cut * 0.8 // below the loss point: the quota fell
+	want := rule().Fell * cut * 0.8 // below the loss point: the quota fell
 	if got := limit(); math.Abs(got-want) > 1e-9 {
-		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% it accepted, cut by %.1f", got, want, cut, adaptive.DefaultRule().Fell)
+		t.Fatalf("limit %.2f after a loss since the cut, want %.2f: %.1f times the 80 %% it accepted, cut by %.1f", got, want, cut, rule().Fell)
 	}
 }
 
@@ -446,7 +449,7 @@ func TestAThinReportAfterAPauseIsJudgedOnWhatItsNodeWasAllowed(t *testing.T) {
 	rep("n1", 3500*time.Millisecond, 2, 1, cut)
 	after, _, _ := tab.Limit(apiHost)
 	accepted := 1 - 1/lease
-	want := adaptive.DefaultRule().Fell * before * accepted
+	want := rule().Fell * before * accepted
 	t.Logf("limit %.2f → %.2f (n1's lease %.2f)", before, after, lease)
 	if math.Abs(after-want) > 1e-9 {
 		t.Fatalf("limit %.2f after a thin report, want %.2f: the fall's cut of %.2f times the %.0f %% accepted of n1's lease", after, want, before, 100*accepted)
