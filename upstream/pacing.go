@@ -44,14 +44,13 @@ func (k *call) holdForPause() error {
 	if until.After(k.deadline) || k.req.Fallback {
 		return &LimitedError{Host: k.hostKey, Cap: capPaused, RetryAfter: wait, Err: errPaused}
 	}
-	if err := sleep(k.budgetCtx, k.spread(wait)); err != nil && k.ctx.Err() == nil {
+	err := sleep(k.budgetCtx, k.spread(wait))
+	if err != nil && k.ctx.Err() == nil {
 		// The budget ended in the wait: Levee's, a refusal (never the
 		// upstream's spent budget, which the breaker would count).
 		return &LimitedError{Host: k.hostKey, Cap: capPaused, RetryAfter: time.Until(until), Err: err}
-	} else if err != nil {
-		return err
 	}
-	return nil
+	return err
 }
 
 // admitUnpaused holds the attempt for the host's pause, then takes its
