@@ -295,3 +295,15 @@ func TestReboundClampsTheLimitsAndKeepsWhatWasLearned(t *testing.T) {
 		})
 	}
 }
+
+// TestALossBelowTheFloorLeavesTheLossPointAtTheFloor: a loss that came
+// while the node sent under its floor (0.5/s against a floor of 2) is
+// taken at the floor: the loss point never sits under the floor, where
+// the climb back would aim at a level the limit cannot go to.
+func TestALossBelowTheFloorLeavesTheLossPointAtTheFloor(t *testing.T) {
+	l := newLimit(2, 10, DefaultRule())
+	l.cut(time.Unix(1000, 0), 0.5)
+	if l.value != 2 || l.lossAt != 2 {
+		t.Fatalf("limit %v, loss point %v after a loss at 0.5/s: want both at the floor, 2", l.value, l.lossAt)
+	}
+}

@@ -276,3 +276,65 @@ func TestA429AtALearnedLimitIsNoBreakerFailure(t *testing.T) {
 		})
 	}
 }
+
+// modeUpstream answers by its mode: 0 the item, 1 a 429, 2 a 500.
+type modeUpstream struct{ mode atomic.Int32 }
+
+func (u *modeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch u.mode.Load() {
+	case 1:
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	case 2:
+		http.Error(w, "broken", http.StatusInternalServerError)
+	default:
+		fmt.Fprintf(w, `{"item":%q}`, r.URL.Path)
+	}
+}
+
+// TestAHalfOpenProbeAnswered429AtALearnedLimitClosesTheBreaker: through
+// HTTP on one node, a breaker opened by 500s whose half-open probe is
+// answered 429 closes when the host's limit is learned (the host
+// answers; the learned limit and the pause handle its 429s) and opens
+// again with static caps (a 429 after every retry is a failure there).
+func TestAHalfOpenProbeAnswered429AtALearnedLimitClosesTheBreaker(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		adaptive  bool
+		wantState string // levee_breaker_state after the probe: 0 closed, 1 open
+	}{{"static caps", false, "1"}, {"learned limit", true, "0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			u := &modeUpstream{}
+			srv := httptest.NewServer(u)
+			t.Cleanup(srv.Close)
+			s := newSoloNode(t, srv.URL)
+			r := &s.cfg.Routes[0]
+			r.Retry.MaxAttempts = 1
+			r.Breaker.Failures, r.Breaker.OpenFor = 2, config.Duration(300*time.Millisecond)
+			s.cfg.Hosts = map[string]config.HostLimits{srv.URL: {Inflight: 8, Rate: 100, Burst: 100,
+				Adaptive: config.HostAdaptive{Enabled: tc.adaptive, Floor: 100}}}
+			h := s.start()
+			state := func() string {
+				m := regexp.MustCompile(`(?m)^levee_breaker_state\{route="comments"\} (\S+)$`).FindStringSubmatch(scrapeNode(t, h.node))
+				if m == nil {
+					return ""
+				}
+				return m[1]
+			}
+			u.mode.Store(2)
+			for i := range 2 {
+				h.get("/comments/broken-"+strconv.Itoa(i), nil)
+			}
+			if got := state(); got != "1" {
+				t.Fatalf("breaker state %q after two 500s, want open (1)", got)
+			}
+			u.mode.Store(1)
+			time.Sleep(400 * time.Millisecond) // not a wait for an event: open_for must pass
+			if a := h.get("/comments/probe", nil); a.status != http.StatusTooManyRequests {
+				t.Fatalf("the probe: %d %s, want the host's 429", a.status, a.body)
+			}
+			waitForD(t, 5*time.Second, "the probe's result", func() bool { return state() == tc.wantState })
+		})
+	}
+}

@@ -40,16 +40,24 @@ func (e *Engine) callTraced(ctx context.Context, rt *Route, r *Request, old *sto
 // ended itself or never sent (its caps refused it, its caller gave up, the
 // body was too large, no attempt was left) as no evidence either way:
 // under a burst the caps make requests wait or fail fast, and the breaker
-// stays closed while the upstream is healthy. So is a call that ended on
-// a 429 from a host whose limit Levee learns (Trace.Throttled): the
-// learned limit answers it. traced is false for a Caller
-// that fills no trace; the breaker then times the call itself.
+// stays closed while the upstream is healthy. A call that ended on 429s
+// from a host whose limit Levee learns (Trace.Throttled) is the host
+// answering: no failure, never slow (its time went to the waits the host
+// asked for, which can pass slow_call), and a half-open probe that ends
+// so closes the route, since the learned limit and the pause answer the
+// 429s; kept for this node's next call instead, it held every other
+// node's callers at 503 while the host went on answering 429. traced is
+// false for a Caller that fills no trace; the breaker then times the call
+// itself.
 func verdict(resp *upstream.Response, err error, tr upstream.Trace) (failed bool, o breaker.Outcome, traced bool) {
 	failed = err != nil || failureStatus(resp.Status)
-	if tr.Sent == 0 && tr.Refused == "" {
+	switch {
+	case tr.Sent == 0 && tr.Refused == "":
 		return failed, o, false
+	case tr.Throttled:
+		return false, breaker.Outcome{}, true
 	}
-	return failed, breaker.Outcome{Took: tr.UpstreamTime, Ignore: tr.Refused != "" || tr.Sent == 0 || tr.Throttled}, true
+	return failed, breaker.Outcome{Took: tr.UpstreamTime, Ignore: tr.Refused != "" || tr.Sent == 0}, true
 }
 
 // fencedDo makes the call and, for a read, makes it once more when a write

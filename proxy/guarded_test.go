@@ -104,8 +104,8 @@ func TestVerdict(t *testing.T) {
 		{"network errors to the end", nil, upstream.ErrUnavailable, upstream.Trace{Sent: 4, UpstreamTime: 2 * time.Second}, true, breaker.Outcome{Took: 2 * time.Second}, true},
 		{"refused before sending", nil, upstream.ErrLimited, upstream.Trace{Refused: upstream.RefusedLimited}, true, breaker.Outcome{Ignore: true}, true},
 		{"caller left mid-call", nil, context.Canceled, upstream.Trace{Sent: 1, Refused: upstream.RefusedCancelled, UpstreamTime: time.Second}, true, breaker.Outcome{Took: time.Second, Ignore: true}, true},
-		{"429s at a learned limit, attempts spent", &upstream.Response{Status: 429}, nil, upstream.Trace{Sent: 2, UpstreamTime: time.Second, Throttled: true}, true, breaker.Outcome{Took: time.Second, Ignore: true}, true},
-		{"429s at a learned limit, budget spent", nil, upstream.ErrBudget, upstream.Trace{Sent: 3, UpstreamTime: 4 * time.Second, Throttled: true}, true, breaker.Outcome{Took: 4 * time.Second, Ignore: true}, true},
+		{"429s at a learned limit, attempts spent: the host answered", &upstream.Response{Status: 429}, nil, upstream.Trace{Sent: 2, UpstreamTime: time.Second, Throttled: true}, false, breaker.Outcome{}, true},
+		{"429s at a learned limit, budget spent in their waits: never slow", nil, upstream.ErrBudget, upstream.Trace{Sent: 3, UpstreamTime: 30 * time.Second, Throttled: true}, false, breaker.Outcome{}, true},
 		{"no trace from the Caller", ok, nil, upstream.Trace{}, false, breaker.Outcome{}, false},
 	}
 	for _, tt := range tests {

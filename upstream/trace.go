@@ -49,8 +49,8 @@ type Trace struct {
 	// Throttled is set when the call ended on a 429 (its attempts or its
 	// budget spent on it) from a host whose limit Levee learns (Limits.Adaptive):
 	// the host's word that Levee sends too much, which the learned limit
-	// answers, not a sign that the upstream fails. A breaker does not
-	// count it.
+	// answers, not a sign that the upstream fails: a breaker counts it as
+	// the host answering (no failure, not slow).
 	Throttled bool
 }
 
