@@ -352,15 +352,7 @@ func TestReportValidate(t *testing.T) {
 // under the cut limit is judged by its own part accepted.
 func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 	tab := NewTable()
-	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
-		t.Helper()
-		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
-			Sent: sent, Lost: lost, Wanted: sent, Ceiling: 60, Floor: 1, Members: 3, Since: since}
-		if err := r.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		tab.Apply(r)
-	}
+	rep := reporter(t, tab, 60, 0)
 	limit := func() float64 { l, _, _ := tab.Limit(apiHost); return l }
 	// A quiet second, then the overshoot: n1's report cuts.
 	rep("n1", 0, 20, 0, 0)
@@ -395,15 +387,7 @@ func TestLossesOfAttemptsSentBeforeACutDoNotCutAgain(t *testing.T) {
 // bench-budget, a 429 storm).
 func TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling(t *testing.T) {
 	tab := NewTable()
-	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
-		t.Helper()
-		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
-			Sent: sent, Lost: lost, Wanted: 20, Ceiling: 40, Floor: 1, Members: 3, Since: since}
-		if err := r.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		tab.Apply(r)
-	}
+	rep := reporter(t, tab, 40, 20)
 	rep("n1", 0, 10, 0, 0)
 	rep("n1", time.Second, 10, 3, 0) // the first cut
 	cut := tab.LastCut(apiHost)
@@ -425,15 +409,7 @@ func TestACutOnAllAttemptsRefusedLandsOnTheFloorNotTheCeiling(t *testing.T) {
 // refused, one such report cut the limit to a third.
 func TestAThinReportAfterAPauseIsJudgedOnWhatItsNodeWasAllowed(t *testing.T) {
 	tab := NewTable()
-	rep := func(node string, at time.Duration, sent, lost uint32, since int64) {
-		t.Helper()
-		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
-			Sent: sent, Lost: lost, Wanted: 20, Ceiling: 60, Floor: 1, Members: 3, Since: since}
-		if err := r.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		tab.Apply(r)
-	}
+	rep := reporter(t, tab, 60, 20)
 	for _, n := range []string{"n1", "n2", "n3"} {
 		rep(n, 0, 20, 0, 0)
 	}
@@ -453,5 +429,25 @@ func TestAThinReportAfterAPauseIsJudgedOnWhatItsNodeWasAllowed(t *testing.T) {
 	t.Logf("limit %.2f → %.2f (n1's lease %.2f)", before, after, lease)
 	if math.Abs(after-want) > 1e-9 {
 		t.Fatalf("limit %.2f after a thin report, want %.2f: the fall's cut of %.2f times the %.0f %% accepted of n1's lease", after, want, before, 100*accepted)
+	}
+}
+
+// reporter returns a function applying to tab one node's report of a
+// second at t0 + at: sent attempts, lost of them refused, its counts
+// begun at the cut since; it wanted wanted (0: what it sent), under a
+// cluster ceiling of ceiling and a floor of 1, three members.
+func reporter(t *testing.T, tab *Table, ceiling float64, wanted uint32) func(node string, at time.Duration, sent, lost uint32, since int64) {
+	return func(node string, at time.Duration, sent, lost uint32, since int64) {
+		t.Helper()
+		w := wanted
+		if w == 0 {
+			w = sent
+		}
+		r := Report{V: CommandVersion, Host: apiHost, Node: node, At: t0.Add(at).UnixNano(), Period: int64(time.Second),
+			Sent: sent, Lost: lost, Wanted: w, Ceiling: ceiling, Floor: 1, Members: 3, Since: since}
+		if err := r.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		tab.Apply(r)
 	}
 }
