@@ -88,13 +88,30 @@ func TestAdaptiveHostLimitIsCutBy429sAndServesStaleWhenItHoldsBack(t *testing.T)
 		return v == 1
 	})
 	u.throttled.Store(false)
-	// Not a wait for an event: a and b must pass their fresh second (the
-	// node's cache clock is the wall clock) to be stale-if-error copies.
-	time.Sleep(1100 * time.Millisecond)
-	before := u.calls.Load()
-	first, second := c.get(0, "/comments/a"), c.get(0, "/comments/b")
-	got := u.calls.Load() - before
-	t.Logf("a: %d %s, b: %d %s; %d upstream calls", first.status, first.header.Get("X-Cache"), second.status, second.header.Get("X-Cache"), got)
+	// The pair must arrive within one token's interval (1 s at the floor)
+	// for the bucket's single token to hold one of them back; on a loaded
+	// machine (CI runs the package's tests in parallel under -race) the
+	// first request alone has taken longer, and the bucket had a token
+	// again for the second. Such a pair proves nothing and is asked again.
+	var first, second answer
+	var got int64
+	for try := 1; ; try++ {
+		// Not a wait for an event: a and b must pass their fresh second
+		// (the node's cache clock is the wall clock) to be stale-if-error
+		// copies, and the bucket must refill its one token.
+		time.Sleep(1100 * time.Millisecond)
+		before, start := u.calls.Load(), time.Now()
+		first, second = c.get(0, "/comments/a"), c.get(0, "/comments/b")
+		got = u.calls.Load() - before
+		took := time.Since(start)
+		t.Logf("try %d: a: %d %s, b: %d %s; %d upstream calls in %v", try, first.status, first.header.Get("X-Cache"), second.status, second.header.Get("X-Cache"), got, took)
+		if took < 800*time.Millisecond {
+			break
+		}
+		if try == 5 {
+			t.Skipf("five pairs of requests each took %v or more: the machine is too loaded to ask two within a token's interval", took)
+		}
+	}
 	// The bucket holds one token at the floor's burst: one of the two
 	// reaches the upstream, the other is held back and served stale.
 	stale := 0
