@@ -173,8 +173,42 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 		return nil, owner, ctx.Err()
 	case ownerGone(req, err):
 		return s.successor(ctx, key, owner, req, err)
+	case errors.Is(err, peer.ErrNotSent):
+		if now, self := s.cfg.Peers.Owner(key); now != owner {
+			if self {
+				now, self = s.standIn(key, req)
+			}
+			return s.moved(ctx, key, now, self, req, err)
+		}
 	}
 	return s.fallback(ctx, owner, req, err)
+}
+
+// moved serves req whose forward never left this node (peer.ErrNotSent)
+// and whose key changed owner while it tried: the cluster declared the
+// owner dead meanwhile (a stopped or cut-off process: the dial waited for
+// it, then timed out). The key's owner now is the node every survivor's
+// requests for it meet, so it serves: this node when it is, else that
+// node, asked once. Served here as fallback, each survivor fetched the
+// key itself (CI's chaos run, a pause: two fetches in one fresh window,
+// from the two nodes whose forwards to the stopped owner were in flight
+// when it was declared dead). Nothing was sent, so a write goes on too.
+func (s *Server) moved(ctx context.Context, key, now string, self bool, req *proxy.Request, ferr error) (*proxy.Response, string, error) {
+	if self || now == "" {
+		resp, err := s.cfg.Engine.Serve(ctx, req)
+		return resp, s.cfg.Node, err
+	}
+	resp, err := s.cfg.Peers.Forward(ctx, now, key, req)
+	var remote *peer.RemoteError
+	switch {
+	case err == nil:
+		return resp, now, nil
+	case errors.As(err, &remote):
+		return nil, now, err
+	case ctx.Err() != nil:
+		return nil, now, ctx.Err()
+	}
+	return s.fallback(ctx, now, req, err)
 }
 
 // ownerGone reports a forward that failed as one to a process that is

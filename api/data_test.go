@@ -272,13 +272,23 @@ type fakePeers struct {
 	// forward error instead of err.
 	succession []string
 	errs       map[string]error
-	mu         sync.Mutex
-	n          int
-	to         []string // the nodes forwarded to, in order
-	relayed    []bool   // each forward's Relayed, in order
+	// then, when set, is the key's owner once a forward has been tried:
+	// the ring moved while it was out.
+	then    string
+	mu      sync.Mutex
+	n       int
+	to      []string // the nodes forwarded to, in order
+	relayed []bool   // each forward's Relayed, in order
 }
 
-func (p *fakePeers) Owner(string) (string, bool) { return p.owner, p.self }
+func (p *fakePeers) Owner(string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.then != "" && p.n > 0 {
+		return p.then, p.then == "n1"
+	}
+	return p.owner, p.self
+}
 
 func (p *fakePeers) Succession(string) []string { return p.succession }
 
@@ -351,6 +361,53 @@ func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
 				r.Header.Set("Idempotency-Key", "k1")
 			}
 			w := serve(t, s, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("status = %d", w.Code)
+			}
+			if got := w.Header().Get("X-Levee-Owner"); got != tt.wantOwner {
+				t.Errorf("X-Levee-Owner = %q, want %q", got, tt.wantOwner)
+			}
+			if !slices.Equal(peers.to, tt.wantTo) {
+				t.Errorf("forwarded to %v, want %v", peers.to, tt.wantTo)
+			}
+			if n := len(eng.requests()); n != tt.wantEngine {
+				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
+			}
+			if n := obs.fallbacks(); n != tt.wantFall {
+				t.Errorf("fallbacks = %d, want %d", n, tt.wantFall)
+			}
+		})
+	}
+}
+
+// TestAForwardNotSentToAnOwnerDeclaredDeadMeanwhileGoesToTheNewOwner:
+// a forward that never left (the dial to a stopped owner timed out) while
+// the cluster declared that owner dead is served by the key's owner now:
+// another node, asked once, or this node as the owner (not as a
+// fallback). With the owner unchanged it is a fallback, as before.
+func TestAForwardNotSentToAnOwnerDeclaredDeadMeanwhileGoesToTheNewOwner(t *testing.T) {
+	timedOut := fmt.Errorf("%w: %w: n2: dial tcp: context deadline exceeded", peer.ErrUnreachable, peer.ErrNotSent)
+	tests := []struct {
+		name       string
+		then       string
+		errs       map[string]error
+		wantOwner  string
+		wantTo     []string
+		wantEngine int
+		wantFall   int
+	}{
+		{"another node owns it now", "n3", map[string]error{"n2": timedOut, "n3": nil}, "n3", []string{"n2", "n3"}, 0, 0},
+		{"this node owns it now", "n1", map[string]error{"n2": timedOut}, "n1", []string{"n2"}, 1, 0},
+		{"the new owner out of reach too: served here as fallback", "n3", map[string]error{"n2": timedOut, "n3": timedOut}, "n1", []string{"n2", "n3"}, 1, 1},
+		{"the owner unchanged: fallback as before", "", map[string]error{"n2": timedOut}, "n1", []string{"n2"}, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := &fakeEngine{resp: okResponse()}
+			peers := &fakePeers{owner: "n2", then: tt.then, errs: tt.errs, resp: okResponse()}
+			obs := &fakeObserver{}
+			s := newTestServer(t, eng, func(c *Config) { c.Peers, c.Observer = peers, obs })
+			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))
 			if w.Code != http.StatusOK {
 				t.Fatalf("status = %d", w.Code)
 			}
