@@ -162,15 +162,10 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 	}
 	// Peers.Forward cleans the client's own header (proxy.Request.Clean)
 	// before it sends it, and a near copy may serve it without.
-	resp, err := s.cfg.Peers.Forward(ctx, owner, key, req)
-	var remote *peer.RemoteError
+	resp, final, err := s.ask(ctx, owner, key, req)
 	switch {
-	case err == nil:
-		return resp, owner, nil
-	case errors.As(err, &remote): // the owner's real answer (breaker open, …): relay it
-		return nil, owner, err
-	case ctx.Err() != nil:
-		return nil, owner, ctx.Err()
+	case final:
+		return resp, owner, err
 	case ownerGone(req, err):
 		return s.successor(ctx, key, owner, req, err)
 	case errors.Is(err, peer.ErrNotSent):
@@ -178,10 +173,29 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 			if self {
 				now, self = s.standIn(key, req)
 			}
-			return s.moved(ctx, key, now, self, req, err)
+			return s.moved(ctx, key, now, self, req)
 		}
 	}
 	return s.fallback(ctx, owner, req, err)
+}
+
+// ask forwards req to node once. final is true when that ends the
+// request: node's answer, node's own error answer (breaker open, …: a
+// *peer.RemoteError, relayed), or the caller gone (ctx's error); false
+// when the forward failed on the way (err says how), for the caller to
+// pass the request on or serve it here.
+func (s *Server) ask(ctx context.Context, node, key string, req *proxy.Request) (resp *proxy.Response, final bool, err error) {
+	resp, err = s.cfg.Peers.Forward(ctx, node, key, req)
+	var remote *peer.RemoteError
+	switch {
+	case err == nil:
+		return resp, true, nil
+	case errors.As(err, &remote):
+		return nil, true, err
+	case ctx.Err() != nil:
+		return nil, true, ctx.Err()
+	}
+	return nil, false, err
 }
 
 // moved serves req whose forward never left this node (peer.ErrNotSent)
@@ -193,20 +207,14 @@ func (s *Server) dispatch(ctx context.Context, req *proxy.Request) (*proxy.Respo
 // key itself (CI's chaos run, a pause: two fetches in one fresh window,
 // from the two nodes whose forwards to the stopped owner were in flight
 // when it was declared dead). Nothing was sent, so a write goes on too.
-func (s *Server) moved(ctx context.Context, key, now string, self bool, req *proxy.Request, ferr error) (*proxy.Response, string, error) {
+func (s *Server) moved(ctx context.Context, key, now string, self bool, req *proxy.Request) (*proxy.Response, string, error) {
 	if self || now == "" {
 		resp, err := s.cfg.Engine.Serve(ctx, req)
 		return resp, s.cfg.Node, err
 	}
-	resp, err := s.cfg.Peers.Forward(ctx, now, key, req)
-	var remote *peer.RemoteError
-	switch {
-	case err == nil:
-		return resp, now, nil
-	case errors.As(err, &remote):
-		return nil, now, err
-	case ctx.Err() != nil:
-		return nil, now, ctx.Err()
+	resp, final, err := s.ask(ctx, now, key, req)
+	if final {
+		return resp, now, err
 	}
 	return s.fallback(ctx, now, req, err)
 }
@@ -241,15 +249,10 @@ func (s *Server) successor(ctx context.Context, key, owner string, req *proxy.Re
 		if next == s.cfg.Node {
 			break
 		}
-		resp, err := s.cfg.Peers.Forward(ctx, next, key, req)
-		var remote *peer.RemoteError
+		resp, final, err := s.ask(ctx, next, key, req)
 		switch {
-		case err == nil:
-			return resp, next, nil
-		case errors.As(err, &remote):
-			return nil, next, err
-		case ctx.Err() != nil:
-			return nil, next, ctx.Err()
+		case final:
+			return resp, next, err
 		case ownerGone(req, err):
 			continue
 		}

@@ -361,21 +361,7 @@ func TestAForwardTheOwnerRefusedGoesToItsSuccessor(t *testing.T) {
 				r.Header.Set("Idempotency-Key", "k1")
 			}
 			w := serve(t, s, r)
-			if w.Code != http.StatusOK {
-				t.Fatalf("status = %d", w.Code)
-			}
-			if got := w.Header().Get("X-Levee-Owner"); got != tt.wantOwner {
-				t.Errorf("X-Levee-Owner = %q, want %q", got, tt.wantOwner)
-			}
-			if !slices.Equal(peers.to, tt.wantTo) {
-				t.Errorf("forwarded to %v, want %v", peers.to, tt.wantTo)
-			}
-			if n := len(eng.requests()); n != tt.wantEngine {
-				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
-			}
-			if n := obs.fallbacks(); n != tt.wantFall {
-				t.Errorf("fallbacks = %d, want %d", n, tt.wantFall)
-			}
+			checkServedBy(t, w, tt.wantOwner, peers.to, tt.wantTo, len(eng.requests()), tt.wantEngine, obs.fallbacks(), tt.wantFall)
 		})
 	}
 }
@@ -408,22 +394,29 @@ func TestAForwardNotSentToAnOwnerDeclaredDeadMeanwhileGoesToTheNewOwner(t *testi
 			obs := &fakeObserver{}
 			s := newTestServer(t, eng, func(c *Config) { c.Peers, c.Observer = peers, obs })
 			w := serve(t, s, httptest.NewRequest(http.MethodGet, "/comments/x", nil))
-			if w.Code != http.StatusOK {
-				t.Fatalf("status = %d", w.Code)
-			}
-			if got := w.Header().Get("X-Levee-Owner"); got != tt.wantOwner {
-				t.Errorf("X-Levee-Owner = %q, want %q", got, tt.wantOwner)
-			}
-			if !slices.Equal(peers.to, tt.wantTo) {
-				t.Errorf("forwarded to %v, want %v", peers.to, tt.wantTo)
-			}
-			if n := len(eng.requests()); n != tt.wantEngine {
-				t.Errorf("engine calls = %d, want %d", n, tt.wantEngine)
-			}
-			if n := obs.fallbacks(); n != tt.wantFall {
-				t.Errorf("fallbacks = %d, want %d", n, tt.wantFall)
-			}
+			checkServedBy(t, w, tt.wantOwner, peers.to, tt.wantTo, len(eng.requests()), tt.wantEngine, obs.fallbacks(), tt.wantFall)
 		})
+	}
+}
+
+// checkServedBy checks a request's answer was 200 from wantOwner, after
+// forwards to wantTo, wantEngine local serves and wantFall fallbacks.
+func checkServedBy(t *testing.T, w *httptest.ResponseRecorder, wantOwner string, to, wantTo []string, engine, wantEngine, fall, wantFall int) {
+	t.Helper()
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d", w.Code)
+	}
+	if got := w.Header().Get("X-Levee-Owner"); got != wantOwner {
+		t.Errorf("X-Levee-Owner = %q, want %q", got, wantOwner)
+	}
+	if !slices.Equal(to, wantTo) {
+		t.Errorf("forwarded to %v, want %v", to, wantTo)
+	}
+	if engine != wantEngine {
+		t.Errorf("engine calls = %d, want %d", engine, wantEngine)
+	}
+	if fall != wantFall {
+		t.Errorf("fallbacks = %d, want %d", fall, wantFall)
 	}
 }
 
